@@ -1,0 +1,1 @@
+//! Retrograde-analysis generator for the built-in tables (up to 4 pieces).

@@ -1,0 +1,12 @@
+//! tbserver: the truth about chess endgames, over HTTP/JSON.
+//!
+//! Layout: [`sources`] holds one module per source of truth (Syzygy, Gaviota,
+//! built-in tables) behind [`sources::TableSource`]; [`tablebase`] decides
+//! which source answers what; [`probe`] composes a full answer for a FEN in the
+//! types of [`domain`]; [`http`] is the thin web layer; [`builtin`] generates
+//! tables by retrograde analysis; [`search`] is the DTM50-style bounded search.
+
+pub mod builtin;
+pub mod domain;
+pub mod search;
+pub mod sources;

@@ -1,0 +1,1 @@
+//! The DTM50-style bounded search.

@@ -1,0 +1,1 @@
+//! Gaviota DTM tables through `gaviota-sys`.

@@ -1,0 +1,82 @@
+//! Sources of truth: one module per kind of table, behind one interface.
+//!
+//! A source answers for the positions its tables cover and says `Ok(None)` for
+//! the others; which source is asked first is decided by [`crate::tablebase`],
+//! not here.
+
+pub mod builtin;
+pub mod gaviota;
+pub mod syzygy;
+
+use serde::Serialize;
+use shakmaty::Chess;
+use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
+
+use crate::domain::Source;
+
+/// A table that exists but could not be read: broken, truncated, unreadable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[error("table {table}: {reason}")]
+pub struct TableError {
+    /// The table's name, e.g. `KQvKR.rtbz`.
+    pub table: String,
+    pub reason: String,
+}
+
+/// `Ok(None)`: no table of this source covers the position.
+pub type ProbeResult<T> = Result<Option<T>, TableError>;
+
+/// What a table holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TableKind {
+    Wdl,
+    Dtz,
+    Dtm,
+    Dtm50,
+}
+
+/// One table file (or built-in table) as listed by `/api/v1/tables`.
+#[derive(Debug, Clone, Serialize)]
+pub struct TableInfo {
+    /// Material and kind, e.g. `KQvKR.rtbw`, `kqkr.gtb.cp4`, `KQvKR (builtin)`.
+    pub name: String,
+    pub material: String,
+    pub kind: TableKind,
+    pub source: Source,
+    pub pieces: usize,
+    pub bytes: u64,
+    pub path: Option<String>,
+    /// Problems found while opening or checking the table; empty when healthy.
+    pub problems: Vec<String>,
+}
+
+/// The common interface of all table sources.
+///
+/// Positions handed to a source are legal, have no castling rights, and are
+/// not terminal (checkmate and stalemate are decided by the rules before any
+/// table is asked).
+pub trait TableSource: Send + Sync {
+    fn source(&self) -> Source;
+
+    /// Largest number of pieces (kings included) any table of this source has.
+    fn max_pieces(&self) -> usize;
+
+    /// WDL50 as if the half-move clock were 0.
+    fn probe_wdl(&self, _pos: &Chess) -> ProbeResult<Wdl> {
+        Ok(None)
+    }
+
+    /// DTZ50'' in plies, possibly rounded.
+    fn probe_dtz(&self, _pos: &Chess) -> ProbeResult<MaybeRounded<Dtz>> {
+        Ok(None)
+    }
+
+    /// Signed plies to mate ignoring the 50-move rule; 0 for a draw.
+    fn probe_dtm_plies(&self, _pos: &Chess) -> ProbeResult<i32> {
+        Ok(None)
+    }
+
+    /// The tables of this source, for `/api/v1/tables`.
+    fn tables(&self) -> Vec<TableInfo>;
+}

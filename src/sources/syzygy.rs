@@ -1,0 +1,1 @@
+//! Syzygy WDL50/DTZ50'' tables through `shakmaty-syzygy`, memory-mapped.
