@@ -109,17 +109,18 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         if pos.is_check() {
             info.checkmate = true;
             info.category = Category::Loss;
-            set_rules(&mut info, Wdl::Loss, 0);
+            // Syzygy convention: a mated side's DTZ is −1; the mate is 0 plies away.
+            set_rules(&mut info, Wdl::Loss, -1, 0);
         } else {
             info.stalemate = true;
             info.category = Category::Draw;
-            set_rules(&mut info, Wdl::Draw, 0);
+            set_rules(&mut info, Wdl::Draw, 0, 0);
         }
         return info;
     }
     if info.insufficient_material {
         info.category = Category::Draw;
-        set_rules(&mut info, Wdl::Draw, 0);
+        set_rules(&mut info, Wdl::Draw, 0, 0);
         return info;
     }
 
@@ -167,10 +168,10 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     info
 }
 
-fn set_rules(info: &mut PositionInfo, wdl: Wdl, plies: i32) {
+fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) {
     info.wdl50 = Some(wdl50_value(wdl));
-    info.dtz50 = Some(Dtz50::exact(plies));
-    info.dtm = Some(Dtm::from_plies(plies));
+    info.dtz50 = Some(Dtz50::exact(dtz_plies));
+    info.dtm = Some(Dtm::from_plies(dtm_plies));
     info.sources = Sources { wdl50: Some(Source::Rules), dtz50: Some(Source::Rules), dtm: Some(Source::Rules) };
 }
 
