@@ -3,6 +3,8 @@
 
 mod api;
 mod lichess;
+mod metrics_page;
+pub mod pages;
 
 use std::{
     sync::{
@@ -98,6 +100,7 @@ pub fn router(state: AppState) -> Router {
         .route("/standard/mainline", get(lichess::mainline))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(pages::routes())
         .fallback(|| async { ApiError::NotFound })
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(CorsLayer::permissive())
