@@ -292,7 +292,7 @@ function setVerdict(category, main, sub) {
 
 const sideName = (s) => (s === 'white' || s === 'w' ? 'White' : 'Black');
 const other = (s) => (s === 'white' ? 'black' : 'white');
-const plural = (n, word) => `${n} ${word}${n === 1 ? '' : 's'}`;
+const plural = (n, word) => `${n} ${n === 1 ? word : word === 'ply' ? 'plies' : word + 's'}`;
 const mateMoves = (plies) => Math.ceil(Math.abs(plies) / 2);
 
 function verdictSentence(a) {
@@ -330,8 +330,8 @@ function dtzNote(d) {
   else parts.push(`${plural(Math.abs(d.plies), 'ply')} to the next capture, pawn move or mate`);
   if (d.rounding === 'exact') parts.push('exact');
   else {
-    const [lo, hi] = d.range_plies || [Math.abs(d.plies), Math.abs(d.plies) + 1];
-    parts.push(`possibly rounded: the table stores whole moves here, so the true distance is ${Math.abs(lo)}–${Math.abs(hi)} plies`);
+    const [lo, hi] = (d.range_plies || [d.plies, d.plies + Math.sign(d.plies)]).map(Math.abs).sort((x, y) => x - y);
+    parts.push(`possibly rounded: the table stores whole moves here, so the true distance is ${lo} or ${hi} plies`);
   }
   if (d.beyond_100) parts.push('above 100: the 50-move rule spoils the result (cursed win / blessed loss)');
   return parts.join('; ');
@@ -579,11 +579,11 @@ async function explainAnalysisFailure(url, run) {
   try {
     const ctrl = new AbortController();
     const res = await fetch(url, { signal: ctrl.signal, headers: { accept: 'application/json' } });
-    if (res.status === 404 && !(res.headers.get('content-type') || '').includes('json')) {
+    if (res.status === 404 || res.status === 405 || res.status === 501) {
       text = 'Analysis is not available on this server.';
     } else if (!res.ok) {
       const body = await res.json().catch(() => null);
-      text = body && body.error ? `Analysis failed: ${body.error.message}` : res.status === 404 ? 'Analysis is not available on this server.' : `Analysis failed (status ${res.status}).`;
+      text = body && body.error ? `Analysis failed: ${body.error.message}` : `Analysis failed (status ${res.status}).`;
     }
     ctrl.abort();
   } catch {
