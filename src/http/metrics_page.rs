@@ -4,6 +4,14 @@
 
 use std::fmt::Write as _;
 
+use serde_json::Value;
+
+use crate::{
+    probe::{self, MoveOrder},
+    request::parse_fen,
+    tablebase::Tablebases,
+};
+
 /// A reference position shown on the page.
 pub struct Example {
     pub fen: &'static str,
@@ -46,12 +54,76 @@ fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-fn figure(ex: &Example) -> String {
+/// The probe answer for a reference position as JSON (the same answer the
+/// API gives), or `None` when the tables are not available.
+pub fn live_answer(tb: &Tablebases, fen: &str) -> Option<Value> {
+    let pos = parse_fen(fen).ok()?;
+    let answer = probe::probe(tb, &pos, MoveOrder::MateFirst).ok()?;
+    serde_json::to_value(&answer).ok()
+}
+
+/// Live answers for the three examples, in the order rounding, cursed, ordinary.
+pub fn live_answers(tb: &Tablebases) -> [Option<Value>; 3] {
+    [live_answer(tb, ROUNDING.fen), live_answer(tb, CURSED.fen), live_answer(tb, ORDINARY.fen)]
+}
+
+fn signed(n: i64) -> String {
+    if n > 0 { format!("+{n}") } else { n.to_string().replace('-', "&minus;") }
+}
+
+fn dtz_words(dtz: &Value) -> Option<String> {
+    let plies = dtz.get("plies")?.as_i64()?;
+    let mut s = format!("DTZ50 {} plies", signed(plies));
+    if dtz.get("rounding")?.as_str()? == "maybe_rounded" {
+        let mut r: Vec<i64> = dtz.get("range_plies")?.as_array()?.iter().filter_map(Value::as_i64).map(i64::abs).collect();
+        r.sort_unstable();
+        if let [lo, hi] = r[..] {
+            let _ = write!(s, " (possibly rounded: really {lo} or {hi})");
+        }
+    } else {
+        s.push_str(" (exact)");
+    }
+    Some(s)
+}
+
+/// One sentence with the values this server reports for an example.
+fn live_summary(answer: &Value) -> Option<String> {
+    let side = match answer.get("side_to_move")?.as_str()? {
+        "white" => "White",
+        _ => "Black",
+    };
+    let category = answer.get("category")?.as_str()?;
+    let mut s = format!("Measured by this server: <strong>{}</strong> for {side} to move", escape(&category.replace('-', " ")));
+    if let Some(w) = answer.get("wdl50").and_then(Value::as_i64) {
+        let _ = write!(s, ", WDL50 {}", signed(w));
+    }
+    if let Some(d) = answer.get("dtz50").and_then(dtz_words) {
+        let _ = write!(s, ", {d}");
+    }
+    s.push('.');
+    if let Some(best) = answer.get("moves").and_then(Value::as_array).and_then(|m| m.first()) {
+        let san = best.get("san").and_then(Value::as_str).unwrap_or("?");
+        let n = answer.get("moves").and_then(Value::as_array).map_or(0, Vec::len);
+        let lead = if n == 1 { "Only move" } else { "Best move" };
+        let _ = write!(s, " {lead} {}", escape(san));
+        if let Some(d) = best.get("dtz50").and_then(dtz_words) {
+            let _ = write!(s, "; after it, for the opponent: {d}");
+        }
+        s.push('.');
+    }
+    Some(s)
+}
+
+fn figure(ex: &Example, live: Option<&Value>) -> String {
     let q = encode_fen(ex.fen);
+    let live = match live.and_then(live_summary) {
+        Some(text) => format!("<p class=\"live\">{text}</p>"),
+        None => "<p class=\"live\">(The tables for this position are not installed on this server.)</p>".to_owned(),
+    };
     format!(
         r#"<figure class="example">
   <a href="/?fen={q}" title="Open this position on the probe board"><img src="/board.svg?fen={q}&amp;size=280" width="280" height="280" alt="Board: {alt}"></a>
-  <figcaption>{caption}<br><code>{fen}</code><br><a href="/?fen={q}">Probe this position</a></figcaption>
+  <figcaption>{caption}<br><code>{fen}</code>{live}<a href="/?fen={q}">Probe this position</a></figcaption>
 </figure>"#,
         alt = escape(ex.fen),
         caption = escape(ex.caption),
@@ -59,8 +131,9 @@ fn figure(ex: &Example) -> String {
     )
 }
 
-/// The full HTML page.
-pub fn render() -> String {
+/// The full HTML page; `live` holds the server's answers for the examples
+/// (rounding, cursed, ordinary), see [`live_answers`].
+pub fn render(live: &[Option<Value>; 3]) -> String {
     let mut html = String::with_capacity(16 * 1024);
     html.push_str(HEAD);
     html.push_str(
@@ -90,7 +163,7 @@ was just played). A position reached after many quiet moves may be closer to the
 that; the verdict at the real half-move clock therefore also needs the DTZ value below.</p>
 "#,
     );
-    html.push_str(&figure(&ORDINARY));
+    html.push_str(&figure(&ORDINARY, live[2].as_ref()));
 
     html.push_str(
         r#"
@@ -113,7 +186,7 @@ meaning of small values exact: 1 to 100 is always a win that survives the rule. 
 values below &minus;100 are the mirror image, blessed losses.</p>
 "#,
     );
-    html.push_str(&figure(&CURSED));
+    html.push_str(&figure(&CURSED, live[1].as_ref()));
     html.push_str(
         r#"
 <p>Here Black promotes the pawn after only 7 plies, yet the table says 107. After promotion
@@ -130,7 +203,7 @@ rounding could turn a win into a draw or back. tbserver says for every DTZ wheth
 itself are always exact.</p>
 "#,
     );
-    html.push_str(&figure(&ROUNDING));
+    html.push_str(&figure(&ROUNDING, live[0].as_ref()));
     html.push_str(
         r#"
 <p>In this position Black has only one legal move, Ka8. A strict ply count would have to
@@ -207,7 +280,7 @@ mod tests {
 
     #[test]
     fn page_links_every_example() {
-        let page = render();
+        let page = render(&[None, None, None]);
         for ex in EXAMPLES {
             let q = encode_fen(ex.fen);
             assert!(page.contains(&format!("/board.svg?fen={q}")));

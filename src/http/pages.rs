@@ -6,17 +6,24 @@
 
 use axum::{
     Json, Router,
-    extract::{Path, RawQuery},
+    extract::{FromRef, Path, RawQuery, State},
     http::{HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
     routing::get,
 };
 use shakmaty::{Board, CastlingMode, Chess, Color, Position, Square, fen::Fen, uci::UciMove};
 
+use super::AppState;
 use crate::board_svg::{self, SvgOptions};
 
-/// All page routes. Generic over the router state so it merges into any app.
-pub fn routes<S: Clone + Send + Sync + 'static>() -> Router<S> {
+/// All page routes. Generic over the router state so it merges into any app
+/// whose state gives access to [`AppState`] (the metrics page probes its
+/// reference positions live).
+pub fn routes<S>() -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    AppState: FromRef<S>,
+{
     Router::new()
         .route("/", get(index))
         .route("/metrics", get(metrics))
@@ -189,8 +196,12 @@ async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {
     }
 }
 
-async fn metrics() -> Response {
-    let mut res = Html(super::metrics_page::render()).into_response();
+async fn metrics(State(state): State<AppState>) -> Response {
+    let tb = std::sync::Arc::clone(&state.tablebases);
+    let live = tokio::task::spawn_blocking(move || super::metrics_page::live_answers(&tb))
+        .await
+        .unwrap_or([None, None, None]);
+    let mut res = Html(super::metrics_page::render(&live)).into_response();
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     res
 }

@@ -163,7 +163,7 @@ test('board editing: clear, spare piece drop, flip', async () => {
   await page.mouse.up();
   await page.waitForFunction(() => document.getElementById('fen').value.startsWith('8/8/8/8/8/8/8/4K3 '));
   await page.click('#btn-flip');
-  assert.ok(await page.$('#board .cg-wrap.orientation-black'));
+  assert.ok(await page.$('#board.orientation-black'));
   await page.close();
 });
 
