@@ -73,7 +73,8 @@ fn signed(n: i64) -> String {
 
 fn dtz_words(dtz: &Value) -> Option<String> {
     let plies = dtz.get("plies")?.as_i64()?;
-    let mut s = format!("DTZ50 {} plies", signed(plies));
+    let unit = if plies.abs() == 1 { "ply" } else { "plies" };
+    let mut s = format!("DTZ50 {} {unit}", signed(plies));
     if dtz.get("rounding")?.as_str()? == "maybe_rounded" {
         let mut r: Vec<i64> = dtz.get("range_plies")?.as_array()?.iter().filter_map(Value::as_i64).map(i64::abs).collect();
         r.sort_unstable();

@@ -366,7 +366,7 @@ function renderAnswer(a) {
   addFact(dl, 'Material', `${a.material} (${plural(a.pieces, 'piece')}), ${sideName(a.side_to_move)} to move, half-move clock ${a.halfmove_clock}`);
   addFact(dl, 'Verdict', `${CATEGORY_LABEL[a.category] || a.category}`, 'at the real half-move clock');
   addFact(dl, 'WDL50', a.wdl50 == null ? '—' : `${a.wdl50 > 0 ? '+' : ''}${a.wdl50}`, a.wdl50 == null ? 'not available' : wdlWords(a.wdl50));
-  addFact(dl, 'DTZ50', a.dtz50 ? `${dtzText(a.dtz50)} plies` : '—', dtzNote(a.dtz50));
+  addFact(dl, 'DTZ50', a.dtz50 ? `${dtzText(a.dtz50)} ${Math.abs(a.dtz50.plies) === 1 ? 'ply' : 'plies'}` : '—', dtzNote(a.dtz50));
   addFact(dl, 'DTM', a.dtm ? `${dtmText(a.dtm)} plies` : '—',
     a.dtm ? `${mateWords(a.dtm.plies, a.dtm.mate_in_moves)}; ignores the 50-move rule` : 'not available (Gaviota tables cover few endgames here)');
   if (a.dtm50 !== undefined) {
