@@ -191,6 +191,29 @@ test('analysis runs and stops, or says it is not available', async () => {
   await page.close();
 });
 
+test('analysis display follows a stream of depth events (stream mocked in the browser)', async () => {
+  const page = await newPage();
+  const depth = (n, mate) => ({ depth: n, score: { kind: 'mate', mate_in_moves: mate, mate_in_plies: 2 * mate - 1, bound: 'exact' },
+    pv: [{ uci: 'b1g6', san: 'Bg6' }, { uci: 'd8e7', san: 'Ke7' }], nodes: 1000 * n, elapsed_ms: 10 * n });
+  const body = [
+    `event: depth\ndata: ${JSON.stringify(depth(1, 20))}\n\n`,
+    `event: depth\ndata: ${JSON.stringify(depth(2, 19))}\n\n`,
+    `event: result\ndata: ${JSON.stringify({ ...depth(3, 18), best_move: { uci: 'b1g6', san: 'Bg6' }, stop: 'movetime' })}\n\n`,
+  ].join('');
+  await page.route('**/api/v1/analyse/stream**', (route) => route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body }));
+  await loadFen(page, KBNK);
+  await page.click('#btn-analyse');
+  await page.waitForFunction(() => document.body.dataset.analysis === 'done');
+  assert.equal(await page.textContent('#an-depth'), '3');
+  assert.match(await page.textContent('#an-score'), /White mates in 18 moves/);
+  assert.equal(await page.textContent('#an-pv'), '1. Bg6 Ke7');
+  assert.match(await page.textContent('#analysis-status'), /Done at depth 3 \(movetime\)\. Best move: Bg6\./);
+  assert.equal(await page.isDisabled('#btn-analyse'), false);
+  assert.equal(await page.isDisabled('#btn-stop'), true);
+  await page.screenshot({ path: SHOTS + 'probe-analysis-desktop.png' });
+  await page.close();
+});
+
 test('metrics page: every board image loads and links to the probe page', async () => {
   const page = await newPage();
   await page.goto(`${BASE}/metrics`);

@@ -532,7 +532,8 @@ function startAnalysis() {
   $('btn-stop').disabled = false;
   $('analysis-status').textContent = 'Analysing…';
   document.body.dataset.analysis = 'running';
-  es.onmessage = (e) => {
+  // Progress: unnamed events or events named `depth`; final: `done` or `result`.
+  const onProgress = (e) => {
     if (state.analysis !== run) return;
     run.got++;
     try {
@@ -543,7 +544,7 @@ function startAnalysis() {
       /* ignore malformed events */
     }
   };
-  es.addEventListener('done', (e) => {
+  const onFinal = (e) => {
     if (state.analysis !== run) return;
     run.got++;
     let data = null;
@@ -554,7 +555,11 @@ function startAnalysis() {
     }
     if (data) showAnalysis(data);
     finishAnalysis(run, data ? doneText(data) : 'Analysis finished.');
-  });
+  };
+  es.onmessage = onProgress;
+  es.addEventListener('depth', onProgress);
+  es.addEventListener('done', onFinal);
+  es.addEventListener('result', onFinal);
   es.onerror = () => {
     if (state.analysis !== run) return;
     if (run.got > 0) {
@@ -569,7 +574,8 @@ function startAnalysis() {
 
 function doneText(d) {
   const best = d.best_move ? (typeof d.best_move === 'string' ? d.best_move : d.best_move.san || d.best_move.uci) : null;
-  const reason = d.stop_reason ? ` (${String(d.stop_reason).replace(/_/g, ' ')})` : '';
+  const why = d.stop_reason ?? d.stop;
+  const reason = why ? ` (${String(typeof why === 'string' ? why : JSON.stringify(why)).replace(/_/g, ' ')})` : '';
   return `Done at depth ${d.depth}${reason}.` + (best ? ` Best move: ${best}.` : '');
 }
 
