@@ -97,6 +97,7 @@ test('entering a FEN, playing moves, back and forward', async () => {
   assert.equal(urlFen(page), CURSED);
   assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
   assert.match(await page.textContent('#facts'), /107/);
+  await page.screenshot({ path: SHOTS + 'probe-cursed-desktop.png', fullPage: true });
 
   // Click the best move: the position changes, Black's move made, White to move.
   const first = await page.$eval('#moves tbody tr', (tr) => tr.dataset.uci);

@@ -348,11 +348,12 @@ function addFact(dl, term, value, note) {
   const dt = document.createElement('dt');
   dt.textContent = term;
   const dd = document.createElement('dd');
-  dd.textContent = value;
+  const missing = value === '—';
+  dd.textContent = missing && note ? '' : value;
   if (note) {
     const n = document.createElement('span');
     n.className = 'note';
-    n.textContent = ' — ' + note;
+    n.textContent = missing ? note : ' — ' + note;
     dd.appendChild(n);
   }
   dl.append(dt, dd);
