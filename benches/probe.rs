@@ -31,8 +31,8 @@ fn bench(c: &mut Criterion) {
     config.gaviota = vec![tables_dir().join("gaviota")];
     config.builtin.mode = BuiltinMode::Off;
     let tb = tbserver::app::open_tablebases(&config);
-    let raw = shakmaty_syzygy::Tablebase::<Chess>::new();
-    let mut raw = raw;
+    // Safety: the shared table files are read-only for the benchmark's lifetime.
+    let mut raw = unsafe { shakmaty_syzygy::Tablebase::<Chess>::with_mmap_filesystem() };
     raw.add_directory(tables_dir().join("syzygy")).expect("syzygy tables");
     let positions = positions();
     // Warm the page cache and the lazily opened tables.
