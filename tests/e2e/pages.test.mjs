@@ -133,6 +133,12 @@ test('rounding reference position and the half-move clock', async () => {
   await page.waitForFunction(() => / 90 1$/.test(document.getElementById('fen').value));
   await waitReady(page);
   assert.match(urlFen(page), / 90 1$/);
+  // KBNvK with DTZ 24: at clock 77 the zeroing move comes too late (24 + 77 > 100).
+  await loadFen(page, KBNK);
+  await page.fill('#clock', '77');
+  await page.waitForFunction(() => / 77 1$/.test(document.getElementById('fen').value));
+  await page.waitForFunction(() => document.getElementById('verdict').dataset.category !== 'unknown');
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
   await page.close();
 });
 
