@@ -43,7 +43,7 @@ const ASSETS: &[Asset] = &[
     Asset { path: "app.css", content_type: "text/css; charset=utf-8", bytes: include_bytes!("../../static/app.css") },
     Asset { path: "site.css", content_type: "text/css; charset=utf-8", bytes: include_bytes!("../../static/site.css") },
     Asset { path: "favicon.svg", content_type: "image/svg+xml", bytes: include_bytes!("../../static/favicon.svg") },
-    Asset { path: "LICENSES.md", content_type: "text/markdown; charset=utf-8", bytes: include_bytes!("../../static/LICENSES.md") },
+    Asset { path: "LICENSES.md", content_type: "text/plain; charset=utf-8", bytes: include_bytes!("../../static/LICENSES.md") },
 ];
 
 const INDEX_HTML: &str = include_str!("../../static/index.html");

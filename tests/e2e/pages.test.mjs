@@ -83,6 +83,13 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   // Colour coding follows the category.
   const bg = await page.$eval('#moves tbody tr[data-category="win"]', (tr) => getComputedStyle(tr).backgroundColor);
   assert.notEqual(bg, 'rgba(0, 0, 0, 0)');
+  // Keyboard: focus the best move and press Enter to play it.
+  await page.focus('#moves tbody tr:first-child button.move');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((fen) => document.getElementById('fen').value !== fen, KBNK);
+  await waitReady(page);
+  assert.match(await page.inputValue('#fen'), / b - - 1 1$/);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
   assert.deepEqual(page.problems, []);
   await page.close();
 });

@@ -337,9 +337,9 @@ function dtzNote(d) {
   return parts.join('; ');
 }
 
-function dtmText(d, flip = false) {
+function dtmText(d, flip = false, draw = false) {
   if (!d) return '—';
-  if (d.plies === 0) return '0';
+  if (d.plies === 0) return draw ? 'draw' : '0';
   const plies = flip ? -d.plies : d.plies;
   return `${plies > 0 ? '+' : ''}${plies}`;
 }
@@ -400,7 +400,6 @@ function moveResult(m) {
   if (m.stalemate) return 'draws: stalemate';
   if (m.insufficient_material) return 'draws: insufficient material';
   const cat = FLIP[m.category] || 'unknown';
-  const mateIn = (d) => mateMoves(d.plies) + (d.plies < 0 ? 0 : 0);
   switch (cat) {
     case 'win': {
       // After our move the opponent is mated in |plies| plies: our mate is one ply longer.
@@ -409,7 +408,7 @@ function moveResult(m) {
     }
     case 'loss': {
       const d = m.dtm50 || m.dtm;
-      return d ? `loses, mated in ${mateIn(d)}` : 'loses';
+      return d ? `loses, mated in ${mateMoves(d.plies)}` : 'loses';
     }
     case 'cursed-win': return 'cursed win (draw by 50-move rule)';
     case 'blessed-loss': return 'blessed loss (saved by 50-move rule)';
@@ -460,10 +459,10 @@ function renderMoves(a) {
     if (m.dtz50 && m.dtz50.rounding === 'maybe_rounded') dtz.title = 'Possibly rounded: the true distance may be one ply more.';
     const dtm = tr.insertCell();
     dtm.className = 'num';
-    dtm.textContent = dtmText(m.dtm, true);
+    dtm.textContent = dtmText(m.dtm, true, cat === 'draw');
     const dtm50 = tr.insertCell();
     dtm50.className = 'num';
-    dtm50.textContent = dtmText(m.dtm50, true);
+    dtm50.textContent = dtmText(m.dtm50, true, cat === 'draw');
     tr.addEventListener('click', () => playUci(m.uci));
   }
 }
