@@ -193,7 +193,7 @@ pub fn render(board: &Board, opts: &SvgOptions) -> String {
             let letter = (b'a' + file as u8) as char;
             let _ = write!(
                 s,
-                r#"<text x="{}" y="{}" font-size="9" font-family="sans-serif" font-weight="bold" fill="{fill}" text-anchor="end" class="coord">{letter}</text>"#,
+                r#"<text x="{}" y="{}" font-size="10" font-family="sans-serif" font-weight="bold" fill="{fill}" text-anchor="end" class="coord">{letter}</text>"#,
                 i * SQ + SQ - 2,
                 full - 2
             );
@@ -203,7 +203,7 @@ pub fn render(board: &Board, opts: &SvgOptions) -> String {
             let fill = if left_is_dark { LIGHT } else { DARK };
             let _ = write!(
                 s,
-                r#"<text x="2" y="{}" font-size="9" font-family="sans-serif" font-weight="bold" fill="{fill}" class="coord">{rank}</text>"#,
+                r#"<text x="2" y="{}" font-size="10" font-family="sans-serif" font-weight="bold" fill="{fill}" class="coord">{rank}</text>"#,
                 i * SQ + 10
             );
         }

@@ -173,8 +173,9 @@ that; the verdict at the real half-move clock therefore also needs the DTZ value
 which resets the fifty-move counter) or until mate, when both sides play so that the best
 outcome reachable under the fifty-move rule is kept. It is positive when the side to move
 wins, negative when it loses, and 0 for a draw. In the board above, White wins and the
-tables give a DTZ of 24: a capture, pawn move or mate can be forced within 24 plies,
-comfortably inside the limit.</p>
+tables give a DTZ of 24: a capture, pawn move or mate can be forced within 24 plies (25 at
+most, because this table stores whole moves, see <a href="/metrics#rounding">rounding</a>), comfortably
+inside the limit.</p>
 <p>The DTZ value does not measure how far mate is; the winning side converts to a smaller
 endgame (or mates) first, and the count starts again there.</p>
 
