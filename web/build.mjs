@@ -8,7 +8,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const out = join(here, '..', 'static');
+// OUT_DIR lets tests/e2e/run.sh build elsewhere and check that static/ is up to date.
+const out = process.env.OUT_DIR || join(here, '..', 'static');
 mkdirSync(join(out, 'pieces', 'cburnett'), { recursive: true });
 
 await build({

@@ -38,6 +38,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# The committed bundle must be what web/ builds to (the binary embeds static/).
+(cd web && OUT_DIR="$work/static" node build.mjs >/dev/null)
+for f in app.js app.css site.css pieces/cburnett; do
+  diff -r -q "$work/static/$f" "static/$f" >/dev/null || {
+    echo "e2e: static/$f is stale: run 'cd web && npm run build' and commit" >&2; exit 1; }
+done
+
 port="$(node -e 'const s=require("net").createServer();s.listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')"
 url="http://127.0.0.1:$port"
 
