@@ -1,0 +1,244 @@
+//! The bounded search and mate bounds against real tables (`docs/dtm50.md`).
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use shakmaty::fen::Fen;
+use shakmaty::{Bitboard, Board, ByColor, CastlingMode, Chess, Color, Piece, Position, Role, Setup, Square};
+use shakmaty_syzygy::Wdl;
+use tbserver::domain::{Category, Dtz50};
+use tbserver::search::local::{LocalTables, SyzygyOnly};
+use tbserver::search::{
+    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, analyse, mate_bound,
+};
+
+fn tables(gaviota: bool) -> Option<LocalTables> {
+    let syzygy = common::syzygy_dir()?;
+    let gav = if gaviota { Some(common::gaviota_dir()?) } else { None };
+    Some(LocalTables::new(&syzygy, gav.as_deref()).expect("tables open"))
+}
+
+fn pos(fen: &str) -> Chess {
+    fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
+}
+
+/// Deterministic xorshift so failures are reproducible.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random legal position of `material` (e.g. "KRPvKR"), side to move random.
+fn random_position(rng: &mut Rng, material: &str, clock: u32) -> Chess {
+    loop {
+        let mut board = Board::empty();
+        let (w, b) = material.split_once('v').unwrap();
+        let mut ok = true;
+        for (color, side) in [(Color::White, w), (Color::Black, b)] {
+            for ch in side.chars() {
+                let role = Role::from_char(ch.to_ascii_lowercase()).unwrap();
+                let sq = loop {
+                    let sq = Square::new(rng.below(64) as u32);
+                    if board.piece_at(sq).is_none() {
+                        break sq;
+                    }
+                };
+                if role == Role::Pawn && (Bitboard::BACKRANKS.contains(sq)) {
+                    ok = false;
+                }
+                board.set_piece_at(sq, Piece { color, role });
+            }
+        }
+        if !ok {
+            continue;
+        }
+        let mut setup = Setup::empty();
+        setup.board = board;
+        setup.turn = if rng.below(2) == 0 { Color::White } else { Color::Black };
+        setup.halfmoves = clock;
+        setup.castling_rights = Bitboard::EMPTY;
+        let _ = ByColor { white: 0, black: 0 };
+        if let Ok(p) = Chess::from_setup(setup, CastlingMode::Standard) {
+            if !p.legal_moves().is_empty() {
+                return p;
+            }
+        }
+    }
+}
+
+fn category(oracle: &dyn Oracle, p: &Chess) -> Category {
+    if p.is_checkmate() {
+        return Category::Loss;
+    }
+    if p.is_stalemate() || p.is_insufficient_material() {
+        return Category::Draw;
+    }
+    let wdl = oracle.wdl(p).expect("wdl");
+    if wdl == Wdl::Draw {
+        return Category::Draw;
+    }
+    Category::at_clock(wdl, Dtz50::from_syzygy(oracle.dtz(p).expect("dtz")), p.halfmoves())
+}
+
+#[test]
+fn kbnk_figures_with_real_tables() {
+    let Some(t) = tables(false) else { return };
+    let p = pos("3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1");
+    let wdl = t.wdl(&p).unwrap();
+    let dtz = t.dtz(&p).unwrap();
+    assert_eq!(wdl, Wdl::Win);
+    assert_eq!(dtz.ignore_rounding().0, 24);
+    assert_eq!(mate_bound(&p, 0, Some(wdl), None, None).unwrap().max_plies, 69);
+    assert_eq!(mate_bound(&p, 0, Some(wdl), Some(dtz), None).unwrap().max_plies, 26);
+}
+
+#[test]
+fn clock_70_position_is_unusable() {
+    let Some(t) = tables(false) else { return };
+    let p = pos("7q/3N2k1/8/8/8/7Q/8/1K6 w - - 70 1");
+    let wdl = t.wdl(&p).unwrap();
+    let dtz = t.dtz(&p).unwrap();
+    println!("wdl {wdl:?} dtz {dtz:?}");
+    assert_eq!(mate_bound(&p, 70, Some(wdl), Some(dtz), None), Err(NoBound::UnusableAtClock));
+    assert_eq!(mate_bound(&p, 70, Some(wdl), None, None), Err(NoBound::UnusableAtClock));
+}
+
+const MATERIALS: &[&str] = &[
+    "KQvK", "KRvK", "KPvK", "KBvK", "KQvKR", "KRvKP", "KPvKP", "KBNvK", "KBBvK", "KQvKB", "KNPvK", "KRPvKR",
+    "KQNvKQ", "KRBvKR", "KNNvKP", "KBBvKN", "KQRvKR", "KRBvKQ",
+];
+
+#[test]
+fn bounds_contain_the_truth_on_random_positions() {
+    let Some(t) = tables(true) else { return };
+    let mut rng = Rng(0x5eed_1234_abcd);
+    let (mut bounded, mut dtm_checked, mut draws, mut unusable) = (0, 0, 0, 0);
+    for i in 0..3000 {
+        let material = MATERIALS[i % MATERIALS.len()];
+        let clock = if rng.below(3) == 0 { 0 } else { rng.below(101) as u32 };
+        let p = random_position(&mut rng, material, clock);
+        let (wdl, dtz) = (t.wdl(&p).unwrap(), t.dtz(&p).unwrap());
+        let verdict = category(&t, &p);
+        for use_dtz in [false, true] {
+            let b = mate_bound(&p, clock, Some(wdl), use_dtz.then_some(dtz), None);
+            match b {
+                Ok(b) => {
+                    bounded += 1;
+                    let win = b.side == tbserver::search::MateSide::Win;
+                    assert_eq!(verdict, if win { Category::Win } else { Category::Loss }, "{material} {p:?}");
+                    assert!(b.min_plies <= b.max_plies);
+                    // DTM50 ≥ DTZ (stored values never exceed the truth).
+                    assert!(b.max_plies >= dtz.ignore_rounding().0.unsigned_abs());
+                    if p.board().occupied().count() == 3 && clock == 0 {
+                        let dtm = t.dtm_plies(&p).unwrap();
+                        assert!(b.min_plies <= dtm.unsigned_abs() && dtm.unsigned_abs() <= b.max_plies,
+                            "{} dtm {dtm} bound {b:?}", Fen::from_position(&p, shakmaty::EnPassantMode::Legal));
+                        dtm_checked += 1;
+                    }
+                }
+                Err(NoBound::Draw | NoBound::FiftyMoveRule) => {
+                    draws += 1;
+                    assert!(matches!(verdict, Category::Draw | Category::CursedWin | Category::BlessedLoss), "{verdict:?}");
+                }
+                Err(NoBound::UnusableAtClock) => unusable += 1,
+                Err(NoBound::Unknown) => panic!("tables answered"),
+            }
+        }
+    }
+    println!("bounded {bounded}, checked against Gaviota DTM {dtm_checked}, draws {draws}, unusable {unusable}");
+    assert!(bounded > 1000 && dtm_checked > 100 && draws > 100);
+}
+
+fn run(oracle: &dyn Oracle, p: &Chess, limits: Limits) -> SearchResult {
+    let cancel = Arc::new(AtomicBool::new(false));
+    analyse(p, oracle, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {})
+}
+
+#[test]
+fn root_move_never_spoils_the_verdict() {
+    let Some(t) = tables(false) else { return };
+    let mut rng = Rng(0xfeed_beef_0042);
+    let mut checked = 0;
+    let mut decisive = 0;
+    for i in 0..300 {
+        let material = MATERIALS[i % MATERIALS.len()];
+        let clock = rng.below(101) as u32;
+        let p = random_position(&mut rng, material, clock);
+        let r = run(&t, &p, Limits { nodes: Some(3_000), depth: Some(6), ..Default::default() });
+        let best = r.best_move.expect("a move");
+        let m = best.uci.parse::<shakmaty::uci::UciMove>().unwrap().to_move(&p).unwrap();
+        let reachable = p
+            .legal_moves()
+            .iter()
+            .map(|m| {
+                let mut c = p.clone();
+                c.play_unchecked(m.clone());
+                category(&t, &c).flip()
+            })
+            .max()
+            .unwrap();
+        let mut after = p.clone();
+        after.play_unchecked(m);
+        assert_eq!(category(&t, &after).flip(), reachable, "{} played {}", Fen::from_position(&p, shakmaty::EnPassantMode::Legal), best.uci);
+        checked += 1;
+        decisive += usize::from(reachable != Category::Draw);
+    }
+    println!("root moves checked {checked}, decisive {decisive}");
+    assert!(decisive > 50);
+}
+
+/// On 3-piece positions whose mate is short, the search (without any DTM
+/// table) proves exactly Gaviota's DTM; with Gaviota it must agree too.
+#[test]
+fn search_finds_exact_gaviota_dtm() {
+    let Some(t) = tables(true) else { return };
+    let gav = LocalTables::new(&common::syzygy_dir().unwrap(), Some(&common::gaviota_dir().unwrap())).unwrap();
+    let syzygy_only = SyzygyOnly(t);
+    let mut rng = Rng(0xabcdef_1357);
+    let (mut exact, mut tried) = (0, 0);
+    let mut i = 0;
+    while tried < 40 {
+        i += 1;
+        let material = ["KQvK", "KRvK", "KPvK"][i % 3];
+        let p = random_position(&mut rng, material, 0);
+        let dtm = gav.dtm_plies(&p).unwrap();
+        if dtm == 0 || dtm.abs() > 11 {
+            continue;
+        }
+        tried += 1;
+        for oracle in [&syzygy_only as &dyn Oracle, &gav] {
+            let r = run(oracle, &p, Limits { nodes: Some(3_000_000), depth: Some(20), ..Default::default() });
+            let fen = Fen::from_position(&p, shakmaty::EnPassantMode::Legal);
+            match r.score {
+                Score::Mate { mate_in_plies, bound: ScoreBound::Exact, .. } => {
+                    assert_eq!(mate_in_plies, dtm, "{fen}: {r:?}");
+                    exact += 1;
+                }
+                other => panic!("{fen}: DTM {dtm}, got {other:?} after depth {}", r.depth),
+            }
+        }
+    }
+    println!("exact mates found {exact} of {}", 2 * tried);
+}
+
+#[test]
+fn kbnk_search_keeps_the_win_and_proves_a_bound() {
+    let Some(t) = tables(false) else { return };
+    let p = pos("3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1");
+    let r = run(&t, &p, Limits { depth: Some(8), ..Default::default() });
+    println!("{}", serde_json::to_string(&r).unwrap());
+    match r.score {
+        Score::Mate { mate_in_plies, .. } => assert!(mate_in_plies > 0 && mate_in_plies <= 26),
+        other => panic!("{other:?}"),
+    }
+}
