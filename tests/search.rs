@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use shakmaty::fen::Fen;
-use shakmaty::{Bitboard, Board, ByColor, CastlingMode, Chess, Color, Piece, Position, Role, Setup, Square};
+use shakmaty::{Bitboard, Board, ByColor, CastlingMode, Chess, Color, FromSetup, Piece, Position, Role, Setup, Square};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
 use tbserver::search::local::{LocalTables, SyzygyOnly};
@@ -241,4 +241,13 @@ fn kbnk_search_keeps_the_win_and_proves_a_bound() {
         Score::Mate { mate_in_plies, .. } => assert!(mate_in_plies > 0 && mate_in_plies <= 26),
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn gaviota_adapter_answers() {
+    let Some(t) = tables(true) else { return };
+    let p = pos("8/8/8/4k3/8/8/8/KR6 w - - 0 1");
+    assert_eq!(t.dtm_plies(&p), Some(29));
+    let p = pos("8/8/8/4k3/8/8/8/KR6 b - - 0 1");
+    println!("{:?}", t.dtm_plies(&p));
 }
