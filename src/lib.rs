@@ -6,7 +6,15 @@
 //! types of [`domain`]; [`http`] is the thin web layer; [`builtin`] generates
 //! tables by retrograde analysis; [`search`] is the DTM50-style bounded search.
 
+pub mod app;
 pub mod builtin;
+pub mod config;
 pub mod domain;
+pub mod error;
+pub mod http;
+pub mod material;
+pub mod probe;
+pub mod request;
 pub mod search;
 pub mod sources;
+pub mod tablebase;

@@ -1,1 +1,134 @@
-fn main() {}
+//! The `tbserver` command: `serve` (default) and `probe`.
+
+use std::{path::PathBuf, process::ExitCode, sync::Arc};
+
+use clap::{Args, Parser, Subcommand};
+use tbserver::{
+    app,
+    config::{Config, LogFormat},
+    http, probe,
+    request::parse_fen,
+};
+
+#[derive(Parser)]
+#[command(name = "tbserver", version, about = "The truth about chess endgames, over HTTP/JSON")]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the HTTP service (the default).
+    Serve(ServeArgs),
+    /// Print the full answer for one FEN as JSON, as `/api/v1/probe` does.
+    Probe {
+        #[command(flatten)]
+        tables: TableArgs,
+        /// The position (underscores may stand for spaces).
+        fen: String,
+    },
+}
+
+#[derive(Args, Clone, Default)]
+struct TableArgs {
+    /// Configuration file [env: TBSERVER_CONFIG; default: config/tbserver.toml if present]
+    #[arg(long, env = "TBSERVER_CONFIG")]
+    config: Option<PathBuf>,
+    /// Directory with Syzygy tables (repeatable) [env: TBSERVER_SYZYGY, `:`-separated]
+    #[arg(long = "syzygy", value_name = "DIR")]
+    syzygy: Vec<PathBuf>,
+    /// Directory with Gaviota tables (repeatable) [env: TBSERVER_GAVIOTA, `:`-separated]
+    #[arg(long = "gaviota", value_name = "DIR")]
+    gaviota: Vec<PathBuf>,
+}
+
+#[derive(Args, Clone, Default)]
+struct ServeArgs {
+    #[command(flatten)]
+    tables: TableArgs,
+    /// Address to listen on [env: TBSERVER_LISTEN; default 127.0.0.1:9000]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<std::net::SocketAddr>,
+    /// Log format: human or json.
+    #[arg(long, value_name = "FORMAT")]
+    log_format: Option<String>,
+}
+
+fn load_config(args: &TableArgs) -> Result<Config, String> {
+    let default_file = PathBuf::from("config/tbserver.toml");
+    let mut config = match &args.config {
+        Some(path) => Config::from_file(path).map_err(|e| e.to_string())?,
+        None if default_file.exists() => Config::from_file(&default_file).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    config.apply_env(|name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
+    if !args.syzygy.is_empty() {
+        config.syzygy = args.syzygy.clone();
+    }
+    if !args.gaviota.is_empty() {
+        config.gaviota = args.gaviota.clone();
+    }
+    Ok(config)
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,tower_http=info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Human => builder.init(),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Serve(args)) => serve(args),
+        None => serve(cli.serve),
+        Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("tbserver: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn serve(args: ServeArgs) -> Result<(), String> {
+    let mut config = load_config(&args.tables)?;
+    if let Some(listen) = args.listen {
+        config.listen = listen;
+    }
+    if let Some(format) = &args.log_format {
+        config.log_format = match format.as_str() {
+            "json" => LogFormat::Json,
+            "human" => LogFormat::Human,
+            other => return Err(format!("unknown log format {other:?} (human or json)")),
+        };
+    }
+    init_logging(config.log_format);
+    let tablebases = Arc::new(app::open_tablebases(&config));
+    let state = http::Shared::new(tablebases, config);
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
+    runtime.block_on(http::serve(state)).map_err(|e| e.to_string())
+}
+
+fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
+    let config = load_config(args)?;
+    init_logging(LogFormat::Human);
+    let tablebases = app::open_tablebases(&config);
+    let answer = parse_fen(fen)
+        .and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::MateFirst))
+        .map_err(|e| serde_json::to_string(&e.body()).unwrap_or_else(|_| e.to_string()))?;
+    println!("{}", serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?);
+    Ok(())
+}

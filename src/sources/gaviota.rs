@@ -1,1 +1,215 @@
 //! Gaviota DTM tables through `gaviota-sys`.
+//!
+//! libgtb keeps its state in process-wide globals, so there is one library
+//! state per process behind a lock: probes share it, re-initialising with other
+//! paths takes it exclusively.
+
+use std::{
+    ffi::{CStr, CString, c_char, c_int, c_uchar, c_uint},
+    fs,
+    path::PathBuf,
+    sync::{Mutex, RwLock},
+};
+
+use gaviota_sys as gtb;
+use shakmaty::{Chess, Color, EnPassantMode, Position, Role};
+use tracing::{info, warn};
+
+use super::{ProbeResult, TableInfo, TableKind, TableSource};
+use crate::domain::Source;
+
+/// The library's global state: which paths it was initialised with.
+struct LibState {
+    dirs: Vec<PathBuf>,
+    cache_bytes: usize,
+    paths: *mut *const c_char,
+}
+
+// Safety: the raw pointer is only touched while holding `LIB`'s write lock.
+unsafe impl Send for LibState {}
+unsafe impl Sync for LibState {}
+
+static LIB: RwLock<Option<LibState>> = RwLock::new(None);
+/// Serialises (re)initialisation, which must not interleave.
+static INIT: Mutex<()> = Mutex::new(());
+
+pub struct GaviotaSource {
+    tables: Vec<TableInfo>,
+    max_pieces: usize,
+}
+
+impl GaviotaSource {
+    /// Initialises libgtb with `dirs` and a cache of `cache_bytes`. Directories
+    /// without Gaviota files are reported and ignored.
+    pub fn open(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+        let mut tables = Vec::new();
+        let mut usable_dirs = Vec::new();
+        for dir in dirs {
+            let entries = match fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(err) => {
+                    warn!(dir = %dir.display(), %err, "gaviota directory not readable");
+                    continue;
+                }
+            };
+            let mut found = 0;
+            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            for path in paths {
+                let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+                let Some(stem) = name.strip_suffix(".gtb.cp4") else { continue };
+                let mut problems = Vec::new();
+                let bytes = fs::metadata(&path).map(|m| m.len()).unwrap_or_else(|err| {
+                    problems.push(format!("cannot read metadata: {err}"));
+                    0
+                });
+                if bytes == 0 && problems.is_empty() {
+                    problems.push("empty file".to_owned());
+                }
+                if problems.is_empty() {
+                    found += 1;
+                }
+                tables.push(TableInfo {
+                    material: gaviota_material(stem),
+                    pieces: stem.chars().filter(|c| c.is_ascii_alphabetic()).count(),
+                    name,
+                    kind: TableKind::Dtm,
+                    source: Source::Gaviota,
+                    bytes,
+                    path: Some(path.display().to_string()),
+                    problems,
+                });
+            }
+            if found > 0 {
+                usable_dirs.push(dir.clone());
+            }
+            info!(dir = %dir.display(), tables = found, "gaviota directory indexed");
+        }
+        let max_pieces = tables.iter().filter(|t| t.problems.is_empty()).map(|t| t.pieces).max().unwrap_or(0);
+        if max_pieces > 0 {
+            init_library(&usable_dirs, cache_bytes);
+        }
+        GaviotaSource { tables, max_pieces }
+    }
+}
+
+/// `kqkr` → `KQvKR`.
+fn gaviota_material(stem: &str) -> String {
+    let upper = stem.to_ascii_uppercase();
+    match upper[1..].find('K') {
+        Some(i) => format!("{}v{}", &upper[..i + 1], &upper[i + 1..]),
+        None => upper,
+    }
+}
+
+fn init_library(dirs: &[PathBuf], cache_bytes: usize) {
+    let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
+    {
+        let state = LIB.read().unwrap_or_else(|e| e.into_inner());
+        if state.as_ref().is_some_and(|s| s.dirs == dirs && s.cache_bytes == cache_bytes) {
+            return;
+        }
+    }
+    let mut state = LIB.write().unwrap_or_else(|e| e.into_inner());
+    // Safety: exclusive access to the library's globals (write lock held, and
+    // probes hold the read lock); path strings are copied by tbpaths_add.
+    unsafe {
+        let mut paths = gtb::tbpaths_init();
+        for dir in dirs {
+            if let Ok(c) = CString::new(dir.as_os_str().as_encoded_bytes()) {
+                paths = gtb::tbpaths_add(paths, c.as_ptr());
+            }
+        }
+        let scheme = gtb::TB_compression_scheme::tb_CP4 as c_int;
+        let message = match state.take() {
+            None => gtb::tb_init(0, scheme, paths),
+            Some(old) => {
+                let message = gtb::tb_restart(0, scheme, paths);
+                gtb::tbpaths_done(old.paths);
+                message
+            }
+        };
+        // Keep 50% of the cache for WDL-only probes we never make: use all for DTM.
+        if gtb::tbcache_is_on() != 0 {
+            gtb::tbcache_restart(cache_bytes, 0);
+        } else {
+            gtb::tbcache_init(cache_bytes, 0);
+        }
+        if !message.is_null() {
+            let text = CStr::from_ptr(message).to_string_lossy();
+            info!(availability = gtb::tb_availability(), "gaviota initialised: {}", text.trim());
+        }
+        *state = Some(LibState { dirs: dirs.to_vec(), cache_bytes, paths });
+    }
+}
+
+impl TableSource for GaviotaSource {
+    fn source(&self) -> Source {
+        Source::Gaviota
+    }
+
+    fn max_pieces(&self) -> usize {
+        self.max_pieces
+    }
+
+    fn probe_dtm_plies(&self, pos: &Chess) -> ProbeResult<i32> {
+        let board = pos.board();
+        if self.max_pieces == 0 || board.occupied().count() > self.max_pieces {
+            return Ok(None);
+        }
+        let mut squares: [[c_uint; 17]; 2] = [[gtb::TB_squares::tb_NOSQUARE as c_uint; 17]; 2];
+        let mut pieces: [[c_uchar; 17]; 2] = [[gtb::TB_pieces::tb_NOPIECE as c_uchar; 17]; 2];
+        for color in Color::ALL {
+            // The king first, as libgtb's piece lists expect.
+            let mut n = 0;
+            for role in [Role::King, Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn] {
+                for sq in board.by_piece(role.of(color)) {
+                    squares[color as usize][n] = u32::from(sq) as c_uint;
+                    pieces[color as usize][n] = role as c_uchar;
+                    n += 1;
+                }
+            }
+        }
+        let ep = pos
+            .ep_square(EnPassantMode::Legal)
+            .map_or(gtb::TB_squares::tb_NOSQUARE as c_uint, |sq| u32::from(sq) as c_uint);
+        let stm = match pos.turn() {
+            Color::White => gtb::TB_sides::tb_WHITE_TO_MOVE,
+            Color::Black => gtb::TB_sides::tb_BLACK_TO_MOVE,
+        } as c_uint;
+        let (w, b) = (Color::White as usize, Color::Black as usize);
+        let mut info: c_uint = 0;
+        let mut plies: c_uint = 0;
+        let _lib = LIB.read().unwrap_or_else(|e| e.into_inner());
+        // Safety: the library is initialised (max_pieces > 0) and not being
+        // re-initialised (read lock); the lists are terminated by NOSQUARE/NOPIECE.
+        let ok = unsafe {
+            gtb::tb_probe_hard(
+                stm,
+                ep,
+                gtb::TB_castling::tb_NOCASTLE.0,
+                squares[w].as_ptr(),
+                squares[b].as_ptr(),
+                pieces[w].as_ptr(),
+                pieces[b].as_ptr(),
+                &mut info,
+                &mut plies,
+            )
+        };
+        if ok == 0 {
+            return Ok(None);
+        }
+        let plies = plies as i32;
+        let white_to_move = pos.turn() == Color::White;
+        Ok(match info {
+            i if i == gtb::TB_return_values::tb_DRAW.0 => Some(0),
+            i if i == gtb::TB_return_values::tb_WMATE.0 => Some(if white_to_move { plies } else { -plies }),
+            i if i == gtb::TB_return_values::tb_BMATE.0 => Some(if white_to_move { -plies } else { plies }),
+            _ => None,
+        })
+    }
+
+    fn tables(&self) -> Vec<TableInfo> {
+        self.tables.clone()
+    }
+}

@@ -32,3 +32,59 @@ pub fn gaviota_dir() -> Option<PathBuf> {
 pub fn reference_file() -> Option<PathBuf> {
     shared_dir("reference/positions.jsonl").map(|d| d.join("reference/positions.jsonl"))
 }
+
+/// A tbserver running on an ephemeral loopback port for the duration of a test.
+pub struct TestServer {
+    pub base: String,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl TestServer {
+    pub fn start(config: tbserver::config::Config) -> TestServer {
+        let tablebases = std::sync::Arc::new(tbserver::app::open_tablebases(&config));
+        let state = tbserver::http::Shared::new(tablebases, config);
+        let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let base = format!("http://{}", listener.local_addr().unwrap());
+        runtime.spawn(tbserver::http::serve_on(listener, state));
+        TestServer { base, _runtime: runtime }
+    }
+
+    /// Syzygy and Gaviota tables from the shared data; built-in tables off so
+    /// that answers come from the files under test.
+    pub fn with_shared_tables() -> Option<TestServer> {
+        let mut config = tbserver::config::Config::default();
+        config.syzygy = vec![syzygy_dir()?];
+        config.gaviota = vec![gaviota_dir()?];
+        config.cache_entries = 0;
+        config.builtin.mode = tbserver::config::BuiltinMode::Off;
+        Some(TestServer::start(config))
+    }
+
+    pub fn get(&self, path_and_query: &str) -> (u16, serde_json::Value) {
+        let response = reqwest::blocking::get(format!("{}{}", self.base, path_and_query)).unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().unwrap_or(serde_json::Value::Null))
+    }
+
+    pub fn post(&self, path: &str, body: &str) -> (u16, serde_json::Value) {
+        let response = reqwest::blocking::Client::new()
+            .post(format!("{}{}", self.base, path))
+            .header("content-type", "application/json")
+            .body(body.to_owned())
+            .send()
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.json().unwrap_or(serde_json::Value::Null))
+    }
+}
+
+/// Percent-encodes a FEN for a query string.
+pub fn enc(fen: &str) -> String {
+    fen.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'/' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

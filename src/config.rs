@@ -1,0 +1,173 @@
+//! Configuration: defaults, overridden by `config/tbserver.toml` (or the file
+//! named by `--config` / `TBSERVER_CONFIG`), then by environment variables,
+//! then by command-line flags.
+
+use std::{
+    net::SocketAddr,
+    path::{Path, PathBuf},
+};
+
+use serde::Deserialize;
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Config {
+    /// Address to listen on.
+    pub listen: SocketAddr,
+    /// Directories with Syzygy `.rtbw`/`.rtbz` files.
+    pub syzygy: Vec<PathBuf>,
+    /// Directories with Gaviota `.gtb.cp4` files.
+    pub gaviota: Vec<PathBuf>,
+    /// Gaviota decompression cache, in MiB.
+    pub gaviota_cache_mib: usize,
+    pub builtin: BuiltinConfig,
+    pub limits: Limits,
+    /// Cached full answers (popular positions are asked again and again);
+    /// 0 turns the cache off.
+    pub cache_entries: u64,
+    /// `human` or `json`.
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct BuiltinConfig {
+    /// `lazy`: generate a table on first use; `startup`: generate all tables
+    /// in the background at start-up; `off`: no built-in tables.
+    pub mode: BuiltinMode,
+    /// Where generated tables are stored and memory-mapped from.
+    pub dir: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BuiltinMode {
+    Lazy,
+    Startup,
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    /// Most positions in one `POST /api/v1/probe`.
+    pub max_batch: usize,
+    /// Largest request body, in bytes.
+    pub max_body_bytes: usize,
+    /// Probe requests answered at once; more wait their turn.
+    pub max_concurrent_probes: usize,
+}
+
+impl Default for Config {
+    fn default() -> Config {
+        Config {
+            listen: "127.0.0.1:9000".parse().expect("valid default address"),
+            syzygy: Vec::new(),
+            gaviota: Vec::new(),
+            gaviota_cache_mib: 32,
+            builtin: BuiltinConfig::default(),
+            limits: Limits::default(),
+            cache_entries: 10_000,
+            log_format: LogFormat::Human,
+        }
+    }
+}
+
+impl Default for BuiltinConfig {
+    fn default() -> BuiltinConfig {
+        BuiltinConfig { mode: BuiltinMode::Lazy, dir: PathBuf::from("tbcache") }
+    }
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits { max_batch: 256, max_body_bytes: 256 * 1024, max_concurrent_probes: 64 }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("invalid configuration in {path}: {source}")]
+    Parse { path: PathBuf, source: toml::de::Error },
+    #[error("invalid {name}={value}: {reason}")]
+    Env { name: &'static str, value: String, reason: String },
+}
+
+impl Config {
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
+    }
+
+    /// Applies `TBSERVER_LISTEN`, `TBSERVER_SYZYGY` and `TBSERVER_GAVIOTA`
+    /// (directory lists separated by `:`), and `TBSERVER_BUILTIN_DIR`.
+    pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(value) = get("TBSERVER_LISTEN") {
+            self.listen = value.parse().map_err(|e: std::net::AddrParseError| ConfigError::Env {
+                name: "TBSERVER_LISTEN",
+                value: value.clone(),
+                reason: e.to_string(),
+            })?;
+        }
+        if let Some(value) = get("TBSERVER_SYZYGY") {
+            self.syzygy = split_dirs(&value);
+        }
+        if let Some(value) = get("TBSERVER_GAVIOTA") {
+            self.gaviota = split_dirs(&value);
+        }
+        if let Some(value) = get("TBSERVER_BUILTIN_DIR") {
+            self.builtin.dir = PathBuf::from(value);
+        }
+        Ok(())
+    }
+}
+
+fn split_dirs(list: &str) -> Vec<PathBuf> {
+    list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shipped_config_file_matches_defaults() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/tbserver.toml");
+        let file = Config::from_file(&path).unwrap();
+        let default = Config::default();
+        assert_eq!(file.listen, default.listen);
+        assert_eq!(file.syzygy, default.syzygy);
+        assert_eq!(file.gaviota_cache_mib, default.gaviota_cache_mib);
+        assert_eq!(file.cache_entries, default.cache_entries);
+        assert_eq!(file.builtin.mode, default.builtin.mode);
+        assert_eq!(file.builtin.dir, default.builtin.dir);
+        assert_eq!(file.limits.max_batch, default.limits.max_batch);
+        assert_eq!(file.limits.max_body_bytes, default.limits.max_body_bytes);
+        assert_eq!(file.limits.max_concurrent_probes, default.limits.max_concurrent_probes);
+        assert_eq!(file.log_format, default.log_format);
+    }
+
+    #[test]
+    fn environment_overrides() {
+        let mut config = Config::default();
+        config
+            .apply_env(|name| match name {
+                "TBSERVER_SYZYGY" => Some("/a:/b".to_owned()),
+                "TBSERVER_LISTEN" => Some("0.0.0.0:8080".to_owned()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(config.syzygy, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
+        assert_eq!(config.listen.port(), 8080);
+        assert!(config.apply_env(|n| (n == "TBSERVER_LISTEN").then(|| "nope".to_owned())).is_err());
+    }
+}

@@ -1,0 +1,99 @@
+//! Errors a client can receive, each with a stable code and HTTP status.
+
+use serde::Serialize;
+
+use crate::sources::TableError;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum ApiError {
+    #[error("missing query parameter `{0}`")]
+    MissingParameter(&'static str),
+    #[error("invalid parameter `{name}`: {reason}")]
+    InvalidParameter { name: &'static str, reason: String },
+    #[error("invalid FEN: {0}")]
+    InvalidFen(String),
+    #[error("illegal position: {0}")]
+    IllegalPosition(String),
+    #[error("the position has castling rights; endgame tables cover only positions without them")]
+    CastlingRights,
+    #[error("the position has {pieces} pieces; the configured tables cover at most {max}")]
+    TooManyPieces { pieces: usize, max: usize },
+    #[error("no table covers {material}; missing: {missing}")]
+    MissingTable { material: String, missing: String },
+    #[error("{0}")]
+    Table(TableError),
+    #[error("batch of {size} positions is larger than the limit of {max}")]
+    BatchTooLarge { size: usize, max: usize },
+    #[error("invalid request body: {0}")]
+    InvalidBody(String),
+    #[error("no such endpoint")]
+    NotFound,
+}
+
+impl ApiError {
+    /// The stable machine-readable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::MissingParameter(_) => "missing_parameter",
+            ApiError::InvalidParameter { .. } => "invalid_parameter",
+            ApiError::InvalidFen(_) => "invalid_fen",
+            ApiError::IllegalPosition(_) => "illegal_position",
+            ApiError::CastlingRights => "castling_rights",
+            ApiError::TooManyPieces { .. } => "too_many_pieces",
+            ApiError::MissingTable { .. } => "missing_table",
+            ApiError::Table(_) => "table_error",
+            ApiError::BatchTooLarge { .. } => "batch_too_large",
+            ApiError::InvalidBody(_) => "invalid_body",
+            ApiError::NotFound => "not_found",
+        }
+    }
+
+    /// The HTTP status: 4xx for what the client can fix, 503 for a table
+    /// that is broken on our side.
+    pub fn status(&self) -> u16 {
+        match self {
+            ApiError::MissingParameter(_)
+            | ApiError::InvalidParameter { .. }
+            | ApiError::InvalidFen(_)
+            | ApiError::InvalidBody(_) => 400,
+            ApiError::IllegalPosition(_) | ApiError::CastlingRights | ApiError::TooManyPieces { .. } => 422,
+            ApiError::MissingTable { .. } | ApiError::NotFound => 404,
+            ApiError::BatchTooLarge { .. } => 413,
+            ApiError::Table(_) => 503,
+        }
+    }
+
+    pub fn body(&self) -> ErrorBody {
+        ErrorBody {
+            error: ErrorDetail {
+                code: self.code(),
+                message: self.to_string(),
+                table: match self {
+                    ApiError::Table(e) => Some(e.table.clone()),
+                    _ => None,
+                },
+            },
+        }
+    }
+}
+
+/// `{"error": {"code": "...", "message": "..."}}`
+#[derive(Debug, Serialize)]
+pub struct ErrorBody {
+    pub error: ErrorDetail,
+}
+
+#[derive(Debug, Serialize)]
+pub struct ErrorDetail {
+    pub code: &'static str,
+    pub message: String,
+    /// The table at fault, for `table_error`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+}
+
+impl From<TableError> for ApiError {
+    fn from(err: TableError) -> ApiError {
+        ApiError::Table(err)
+    }
+}

@@ -1,0 +1,102 @@
+//! `/api/v1/*`: tbserver's own API.
+
+use axum::{
+    body::Bytes,
+    extract::{Query, State, rejection::QueryRejection},
+    response::Response,
+};
+use serde::{Deserialize, Serialize};
+
+use super::{AppState, Endpoint, json_bytes, to_json};
+use crate::{
+    error::ApiError,
+    probe::{self, MoveOrder},
+    request::{normalized_fen, parse_fen},
+};
+
+#[derive(Debug, Deserialize)]
+pub struct FenQuery {
+    fen: Option<String>,
+}
+
+pub(super) fn fen_param(query: Result<Query<FenQuery>, QueryRejection>) -> Result<String, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
+    query.fen.ok_or(ApiError::MissingParameter("fen"))
+}
+
+pub async fn probe_get(
+    State(state): State<AppState>,
+    query: Result<Query<FenQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let pos = parse_fen(&fen_param(query)?)?;
+    let key = normalized_fen(&pos);
+    let bytes = state
+        .compute(Endpoint::Probe, Some(key), move |shared| {
+            Ok(to_json(&probe::probe(&shared.tablebases, &pos, MoveOrder::MateFirst)?))
+        })
+        .await?;
+    Ok(json_bytes(bytes))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchRequest {
+    fens: Vec<String>,
+}
+
+/// One entry of a batch answer: an answer, or an error object.
+#[derive(Serialize)]
+#[serde(untagged)]
+enum BatchItem {
+    Answer(Box<probe::ProbeAnswer>),
+    Error(crate::error::ErrorBody),
+}
+
+pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+    let request: BatchRequest =
+        serde_json::from_slice(&body).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
+    let max = state.config.limits.max_batch;
+    if request.fens.len() > max {
+        return Err(ApiError::BatchTooLarge { size: request.fens.len(), max });
+    }
+    let bytes = state
+        .compute(Endpoint::Probe, None, move |shared| {
+            let results: Vec<BatchItem> = request
+                .fens
+                .iter()
+                .map(|fen| {
+                    parse_fen(fen)
+                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::MateFirst))
+                        .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
+                })
+                .collect();
+            Ok(to_json(&serde_json::json!({ "results": results })))
+        })
+        .await;
+    bytes.map(json_bytes)
+}
+
+pub async fn mainline(
+    State(state): State<AppState>,
+    query: Result<Query<FenQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    let pos = parse_fen(&fen_param(query)?)?;
+    let key = normalized_fen(&pos);
+    let bytes = state
+        .compute(Endpoint::Mainline, Some(key), move |shared| {
+            Ok(to_json(&probe::mainline(&shared.tablebases, &pos, MoveOrder::MateFirst)?))
+        })
+        .await?;
+    Ok(json_bytes(bytes))
+}
+
+pub async fn tables(State(state): State<AppState>) -> Response {
+    let tables = state.tablebases.tables();
+    let problems = tables.iter().filter(|t| !t.problems.is_empty()).count();
+    json_bytes(to_json(&serde_json::json!({
+        "count": tables.len(),
+        "with_problems": problems,
+        "max_pieces": state.tablebases.max_pieces(),
+        "tables": tables,
+    })))
+}

@@ -1,0 +1,170 @@
+//! The HTTP layer: routing, shared state, middleware. Handlers stay thin:
+//! they parse, call [`crate::probe`], and shape the response.
+
+mod api;
+mod lichess;
+
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::Duration,
+};
+
+use axum::{
+    Json, Router,
+    body::Bytes,
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+    routing::get,
+};
+use tokio::sync::Semaphore;
+use tower_http::{cors::CorsLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
+
+use crate::{config::Config, error::ApiError, tablebase::Tablebases};
+
+/// Everything the handlers share, loaded once.
+pub struct Shared {
+    pub tablebases: Arc<Tablebases>,
+    pub config: Config,
+    /// Serialized answers by endpoint and normalized FEN.
+    cache: Option<moka::sync::Cache<(Endpoint, String), Bytes>>,
+    probe_slots: Semaphore,
+    ready: AtomicBool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Endpoint {
+    Probe,
+    Mainline,
+    Standard,
+    StandardMainline,
+}
+
+pub type AppState = Arc<Shared>;
+
+impl Shared {
+    pub fn new(tablebases: Arc<Tablebases>, config: Config) -> AppState {
+        let cache = (config.cache_entries > 0).then(|| moka::sync::Cache::new(config.cache_entries));
+        Arc::new(Shared {
+            tablebases,
+            probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
+            config,
+            cache,
+            ready: AtomicBool::new(true),
+        })
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Runs CPU-bound table work off the async threads, at most
+    /// `max_concurrent_probes` at once, through the response cache when a
+    /// key is given.
+    async fn compute(
+        self: &Arc<Self>,
+        endpoint: Endpoint,
+        key: Option<String>,
+        work: impl FnOnce(&Shared) -> Result<Bytes, ApiError> + Send + 'static,
+    ) -> Result<Bytes, ApiError> {
+        let key = key.filter(|_| self.cache.is_some()).map(|k| (endpoint, k));
+        if let (Some(cache), Some(key)) = (&self.cache, &key)
+            && let Some(hit) = cache.get(key)
+        {
+            return Ok(hit);
+        }
+        let _permit = self.probe_slots.acquire().await.expect("semaphore never closed");
+        let shared = Arc::clone(self);
+        let bytes = tokio::task::spawn_blocking(move || work(&shared))
+            .await
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))?;
+        if let (Some(cache), Some(key)) = (&self.cache, key) {
+            cache.insert(key, bytes.clone());
+        }
+        Ok(bytes)
+    }
+}
+
+/// The whole application.
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.config.limits.max_body_bytes;
+    Router::new()
+        .route("/api/v1/probe", get(api::probe_get).post(api::probe_batch))
+        .route("/api/v1/mainline", get(api::mainline))
+        .route("/api/v1/tables", get(api::tables))
+        .route("/standard", get(lichess::standard))
+        .route("/standard/mainline", get(lichess::mainline))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        .fallback(|| async { ApiError::NotFound })
+        .layer(RequestBodyLimitLayer::new(body_limit))
+        .layer(CorsLayer::permissive())
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+async fn healthz() -> Json<serde_json::Value> {
+    Json(serde_json::json!({ "status": "ok" }))
+}
+
+async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    if state.ready.load(Ordering::SeqCst) {
+        Json(serde_json::json!({ "status": "ready" })).into_response()
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "starting" }))).into_response()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
+        (status, Json(self.body())).into_response()
+    }
+}
+
+/// A body that is already JSON.
+fn json_bytes(bytes: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
+}
+
+fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
+    Bytes::from(serde_json::to_vec(value).expect("answers always serialize"))
+}
+
+/// Binds and serves until SIGINT/SIGTERM, letting in-flight requests finish.
+pub async fn serve(state: AppState) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(state.config.listen).await?;
+    tracing::info!(addr = %listener.local_addr()?, "listening");
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+}
+
+/// Serves on an already bound listener (tests bind port 0).
+pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
+    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        _ = ctrl_c => {},
+        _ = terminate => {},
+    }
+    tracing::info!("shutting down: finishing requests in flight");
+    // Give load balancers a moment; requests already accepted still complete.
+    tokio::time::sleep(Duration::from_millis(10)).await;
+}

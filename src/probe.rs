@@ -1,0 +1,423 @@
+//! The full answer for a position: its values, and every legal move with the
+//! values of the position after it, sorted best first.
+
+use std::cmp::Reverse;
+
+use serde::Serialize;
+use shakmaty::{Chess, Color, Move, Position, Role, san::SanPlus, uci::UciMove};
+use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
+
+use crate::{
+    domain::{Category, Dtm, Dtz50, Source, Sourced, wdl50_value},
+    error::ApiError,
+    material,
+    request::normalized_fen,
+    sources::TableError,
+    tablebase::Tablebases,
+};
+
+/// Which source gave each value (absent when the value is unknown).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Sources {
+    pub wdl50: Option<Source>,
+    pub dtz50: Option<Source>,
+    pub dtm: Option<Source>,
+}
+
+/// The values of one position, from its side to move's point of view.
+#[derive(Debug, Clone, Serialize)]
+pub struct PositionInfo {
+    /// The verdict at the position's real half-move clock.
+    pub category: Category,
+    /// WDL50 at half-move clock 0: −2 loss, −1 blessed loss, 0 draw,
+    /// 1 cursed win, 2 win.
+    pub wdl50: Option<i8>,
+    pub dtz50: Option<Dtz50>,
+    pub dtm: Option<Dtm>,
+    pub checkmate: bool,
+    pub stalemate: bool,
+    pub insufficient_material: bool,
+    pub sources: Sources,
+    /// A table needed for this position is broken.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub table_error: Option<TableError>,
+}
+
+impl PositionInfo {
+    pub fn wdl(&self) -> Option<Wdl> {
+        self.wdl50.map(|v| match v {
+            -2 => Wdl::Loss,
+            -1 => Wdl::BlessedLoss,
+            0 => Wdl::Draw,
+            1 => Wdl::CursedWin,
+            _ => Wdl::Win,
+        })
+    }
+
+    /// Whether anything is known beyond the rules.
+    pub fn is_known(&self) -> bool {
+        self.category != Category::Unknown
+    }
+}
+
+/// One legal move and the values of the position after it, from the point of
+/// view of the side to move there (the opponent).
+#[derive(Debug, Clone, Serialize)]
+pub struct MoveInfo {
+    pub uci: String,
+    pub san: String,
+    pub capture: bool,
+    /// Promotion piece in lower case (`q`, `r`, `b`, `n`).
+    pub promotion: Option<char>,
+    /// A capture or pawn move: resets the half-move clock.
+    pub zeroing: bool,
+    #[serde(flatten)]
+    pub after: PositionInfo,
+    #[serde(skip)]
+    pub m: Move,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeAnswer {
+    pub fen: String,
+    /// White's material `v` Black's, e.g. `KBNvK`.
+    pub material: String,
+    pub pieces: usize,
+    pub halfmove_clock: u32,
+    pub side_to_move: &'static str,
+    #[serde(flatten)]
+    pub info: PositionInfo,
+    /// Best first for the side to move.
+    pub moves: Vec<MoveInfo>,
+}
+
+/// Values of `pos`, whose half-move clock is `pos.halfmoves()`.
+pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
+    let mut info = PositionInfo {
+        category: Category::Unknown,
+        wdl50: None,
+        dtz50: None,
+        dtm: None,
+        checkmate: false,
+        stalemate: false,
+        insufficient_material: pos.is_insufficient_material(),
+        sources: Sources::default(),
+        table_error: None,
+    };
+    let legal = pos.legal_moves();
+    if legal.is_empty() {
+        if pos.is_check() {
+            info.checkmate = true;
+            info.category = Category::Loss;
+            // Syzygy convention: a mated side's DTZ is −1; the mate is 0 plies away.
+            set_rules(&mut info, Wdl::Loss, -1, 0);
+        } else {
+            info.stalemate = true;
+            info.category = Category::Draw;
+            set_rules(&mut info, Wdl::Draw, 0, 0);
+        }
+        return info;
+    }
+    if info.insufficient_material {
+        info.category = Category::Draw;
+        set_rules(&mut info, Wdl::Draw, 0, 0);
+        return info;
+    }
+
+    let clock = pos.halfmoves();
+    match tb.dtz(pos) {
+        Ok(Some(Sourced { value: dtz, source })) => {
+            let wdl = Wdl::from_dtz_after_zeroing(dtz);
+            let dtz50 = Dtz50::from_syzygy(dtz);
+            info.wdl50 = Some(wdl50_value(wdl));
+            info.dtz50 = Some(dtz50);
+            info.sources.wdl50 = Some(source);
+            info.sources.dtz50 = Some(source);
+            info.category = Category::at_clock(wdl, dtz50, clock);
+        }
+        Ok(None) => {}
+        Err(err) => info.table_error = Some(err),
+    }
+    if info.wdl50.is_none() {
+        match tb.wdl(pos) {
+            Ok(Some(Sourced { value: wdl, source })) => {
+                info.wdl50 = Some(wdl50_value(wdl));
+                info.sources.wdl50 = Some(source);
+                // Without DTZ the clock can only be ignored when it is 0 or
+                // the position is drawn anyway.
+                if clock == 0 || wdl == Wdl::Draw {
+                    info.category = Category::from_wdl(wdl);
+                }
+            }
+            Ok(None) => {}
+            Err(err) => {
+                info.table_error.get_or_insert(err);
+            }
+        }
+    }
+    match tb.dtm_plies(pos) {
+        Ok(Some(Sourced { value, source })) => {
+            info.dtm = Some(Dtm::from_plies(value));
+            info.sources.dtm = Some(source);
+        }
+        Ok(None) => {}
+        Err(err) => {
+            info.table_error.get_or_insert(err);
+        }
+    }
+    info
+}
+
+fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) {
+    info.wdl50 = Some(wdl50_value(wdl));
+    info.dtz50 = Some(Dtz50::exact(dtz_plies));
+    info.dtm = Some(Dtm::from_plies(dtm_plies));
+    info.sources = Sources { wdl50: Some(Source::Rules), dtz50: Some(Source::Rules), dtm: Some(Source::Rules) };
+}
+
+/// Checks that the position is one tables could cover at all.
+pub fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
+    let pieces = pos.board().occupied().count();
+    let max = tb.max_pieces().max(2);
+    if pieces > max {
+        return Err(ApiError::TooManyPieces { pieces, max });
+    }
+    Ok(())
+}
+
+/// How to order winning moves among themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MoveOrder {
+    /// Fastest mate first where DTM is known, then DTZ (tbserver's own API).
+    MateFirst,
+    /// DTZ only (the lichess-compatible mainline).
+    ZeroingFirst,
+}
+
+/// Full answer with every move.
+pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnswer, ApiError> {
+    check_coverage(tb, pos)?;
+    let info = position_info(tb, pos);
+    if let Some(err) = &info.table_error
+        && !info.is_known()
+    {
+        return Err(ApiError::Table(err.clone()));
+    }
+    if !info.is_known() {
+        return Err(ApiError::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) });
+    }
+    let moves = move_infos(tb, pos, order);
+    Ok(ProbeAnswer {
+        fen: normalized_fen(pos),
+        material: material::by_color(pos.board()),
+        pieces: pos.board().occupied().count(),
+        halfmove_clock: pos.halfmoves(),
+        side_to_move: match pos.turn() {
+            Color::White => "white",
+            Color::Black => "black",
+        },
+        info,
+        moves,
+    })
+}
+
+fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
+    let key = material::normalized(pos.board());
+    let mut names: Vec<String> = Vec::new();
+    for source in tb.sources() {
+        match source {
+            Source::Syzygy => names.extend([format!("{key}.rtbw"), format!("{key}.rtbz")]),
+            Source::Gaviota => names.push(format!("{}.gtb.cp4", key.replace('v', "").to_lowercase())),
+            Source::Builtin => names.push(format!("{key} (built-in, up to 4 pieces)")),
+            Source::Rules => {}
+        }
+    }
+    if names.is_empty() { "no table source is configured".to_owned() } else { names.join(", ") }
+}
+
+/// Every legal move with the values after it, best first.
+pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInfo> {
+    let mut moves: Vec<MoveInfo> = pos
+        .legal_moves()
+        .into_iter()
+        .map(|m| {
+            let mut after = pos.clone();
+            let uci = UciMove::from_standard(m).to_string();
+            let san = SanPlus::from_move_and_play_unchecked(&mut after, m).to_string();
+            let mut after_info = position_info(tb, &after);
+            // A mate given once the clock has reached 100 comes too late: the
+            // defender could already claim the draw.
+            if after_info.checkmate && pos.halfmoves() >= 100 {
+                after_info.category = Category::BlessedLoss;
+            }
+            MoveInfo {
+                uci,
+                san,
+                capture: m.is_capture(),
+                promotion: m.promotion().map(Role::char),
+                zeroing: m.is_zeroing(),
+                after: after_info,
+                m,
+            }
+        })
+        .collect();
+    sort_moves(&mut moves, order);
+    moves
+}
+
+/// Rank of a move's result for the mover: lower is better.
+fn result_rank(after: Category) -> u8 {
+    match after.flip() {
+        Category::Win => 0,
+        Category::MaybeWin => 1,
+        Category::CursedWin => 2,
+        Category::Draw => 3,
+        Category::BlessedLoss => 4,
+        Category::MaybeLoss => 5,
+        Category::Loss => 6,
+        Category::Unknown => 7,
+    }
+}
+
+/// Sorts best first for the side to move: by result, then winning moves by
+/// speed (mate now, shortest DTM, zeroing, shortest DTZ), losing moves by
+/// resistance (longest DTM, non-zeroing, longest DTZ); ties by UCI.
+pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
+    moves.sort_by_cached_key(|mv| {
+        let rank = result_rank(mv.after.category);
+        let dtm = mv.after.dtm.map(|d| d.plies.abs());
+        let dtz = mv.after.dtz50.map_or(i32::MAX, |d| d.plies.abs());
+        let use_dtm = order == MoveOrder::MateFirst;
+        let key = if rank <= 2 {
+            (
+                !mv.after.checkmate,
+                if use_dtm { dtm.unwrap_or(i32::MAX) } else { 0 },
+                !mv.zeroing,
+                dtz,
+            )
+        } else if (4..=6).contains(&rank) {
+            (
+                false,
+                if use_dtm { dtm.map_or(i32::MAX, |d| -d) } else { 0 },
+                mv.zeroing,
+                if dtz == i32::MAX { i32::MAX } else { -dtz },
+            )
+        } else {
+            (false, 0, false, 0)
+        };
+        (rank, key, Reverse(mv.after.stalemate), mv.uci.clone())
+    });
+}
+
+/// How a mainline ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MainlineEnd {
+    Checkmate,
+    Stalemate,
+    InsufficientMaterial,
+    /// The half-move clock reached 100: the defender claims a draw.
+    DrawClaim,
+    /// The position is drawn with best play: no line is needed.
+    Draw,
+    /// Tables for a position on the line are missing.
+    Unknown,
+    /// Safety stop; never reached by a correct table.
+    LengthLimit,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct MainlineStep {
+    pub uci: String,
+    pub san: String,
+    /// Values after the move, from the point of view of the side to move there.
+    pub category: Category,
+    pub dtz50: Option<Dtz50>,
+    pub dtm: Option<Dtm>,
+    #[serde(skip)]
+    pub m: Move,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Mainline {
+    pub fen: String,
+    pub category: Category,
+    pub dtz50: Option<Dtz50>,
+    pub dtm: Option<Dtm>,
+    pub mainline: Vec<MainlineStep>,
+    /// `w`, `b`, or null for a draw.
+    pub winner: Option<char>,
+    pub end: MainlineEnd,
+}
+
+/// Longest line tbserver follows; far above any real table's DTZ sum.
+const MAX_MAINLINE_PLIES: usize = 1024;
+
+/// Follows the best move of [`probe`] until mate, a draw claim or a drawn
+/// position.
+pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainline, ApiError> {
+    let first = probe(tb, pos, order)?;
+    let mut line = Mainline {
+        fen: first.fen.clone(),
+        category: first.info.category,
+        dtz50: first.info.dtz50,
+        dtm: first.info.dtm,
+        mainline: Vec::new(),
+        winner: None,
+        end: MainlineEnd::Draw,
+    };
+    let mut pos = pos.clone();
+    let mut answer = first;
+    loop {
+        let info = &answer.info;
+        if info.checkmate {
+            line.end = MainlineEnd::Checkmate;
+            line.winner = Some((!pos.turn()).char());
+            break;
+        }
+        if info.stalemate {
+            line.end = MainlineEnd::Stalemate;
+            break;
+        }
+        if info.insufficient_material {
+            line.end = MainlineEnd::InsufficientMaterial;
+            break;
+        }
+        if pos.halfmoves() >= 100 {
+            line.end = MainlineEnd::DrawClaim;
+            break;
+        }
+        match info.category {
+            Category::Draw => {
+                line.end = MainlineEnd::Draw;
+                break;
+            }
+            Category::Unknown => {
+                line.end = MainlineEnd::Unknown;
+                break;
+            }
+            _ => {}
+        }
+        if line.mainline.len() >= MAX_MAINLINE_PLIES {
+            line.end = MainlineEnd::LengthLimit;
+            break;
+        }
+        let Some(best) = answer.moves.first() else { break };
+        line.mainline.push(MainlineStep {
+            uci: best.uci.clone(),
+            san: best.san.clone(),
+            category: best.after.category,
+            dtz50: best.after.dtz50,
+            dtm: best.after.dtm,
+            m: best.m,
+        });
+        pos.play_unchecked(best.m);
+        answer = probe(tb, &pos, order)?;
+    }
+    Ok(line)
+}
+
+/// DTZ of a move's target as `shakmaty_syzygy` types, for callers that need them.
+pub fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
+    info.dtz50.map(Dtz50::to_syzygy)
+}

@@ -1,0 +1,62 @@
+//! Parsing what clients send: FENs and their validation.
+
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position, fen::Fen};
+
+use crate::error::ApiError;
+
+/// Longest FEN accepted; a legal FEN is well under 100 bytes.
+pub const MAX_FEN_BYTES: usize = 256;
+
+/// Parses a FEN (underscores may stand for spaces, as in URLs of the lichess
+/// API) into a position tablebases can answer for.
+pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
+    let fen = fen.trim();
+    if fen.is_empty() {
+        return Err(ApiError::InvalidFen("empty".to_owned()));
+    }
+    if fen.len() > MAX_FEN_BYTES {
+        return Err(ApiError::InvalidFen(format!("longer than {MAX_FEN_BYTES} bytes")));
+    }
+    let fen = fen.replace('_', " ");
+    let parsed = Fen::from_ascii(fen.as_bytes()).map_err(|err| ApiError::InvalidFen(err.to_string()))?;
+    let pos: Chess = parsed
+        .into_position(CastlingMode::Standard)
+        .or_else(|err| err.ignore_invalid_castling_rights())
+        .or_else(|err| err.ignore_invalid_ep_square())
+        // Tables hold positions with checks no legal game reaches (e.g. two
+        // aligned sliders); they are still well defined, so answer them.
+        .or_else(|err| err.ignore_impossible_check())
+        .map_err(|err| ApiError::IllegalPosition(err.to_string()))?;
+    if pos.castles().any() {
+        return Err(ApiError::CastlingRights);
+    }
+    Ok(pos)
+}
+
+/// The FEN tbserver reports back: canonical spacing, legal en-passant squares only.
+pub fn normalized_fen(pos: &Chess) -> String {
+    Fen::from_position(pos, EnPassantMode::Legal).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accepts_underscores_and_missing_counters() {
+        let pos = parse_fen("4k3/8/8/8/8/8/8/4K2R_w_-_-").unwrap();
+        assert_eq!(normalized_fen(&pos), "4k3/8/8/8/8/8/8/4K2R w - - 0 1");
+    }
+
+    #[test]
+    fn rejects_with_specific_errors() {
+        assert_eq!(parse_fen("not a fen").unwrap_err().code(), "invalid_fen");
+        assert_eq!(parse_fen("").unwrap_err().code(), "invalid_fen");
+        assert_eq!(parse_fen("4k3/8/8/8/8/8/8/4K2R w K - 0 1").unwrap_err().code(), "castling_rights");
+        // Side not to move in check.
+        assert_eq!(parse_fen("4k3/8/8/8/8/8/8/4R2K w - - 0 1").unwrap_err().code(), "illegal_position");
+        assert_eq!(parse_fen("8/8/8/8/8/8/8/8 w - - 0 1").unwrap_err().code(), "illegal_position");
+        // Invalid castling rights are dropped rather than rejected.
+        assert!(parse_fen("4k3/8/8/8/8/8/8/4K3 w KQ - 0 1").is_ok());
+    }
+}

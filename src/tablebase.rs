@@ -1,0 +1,73 @@
+//! Probing policy: which source answers which metric.
+//!
+//! Sources are asked in priority order (Syzygy, Gaviota, built-in); the first
+//! that covers a position answers. A broken table does not stop the search for
+//! an answer: the next source is asked, and the error is returned only when no
+//! source could answer.
+
+use std::sync::Arc;
+
+use shakmaty::{Chess, Position};
+use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
+
+use crate::{
+    domain::{Source, Sourced},
+    sources::{ProbeResult, TableError, TableInfo, TableSource},
+};
+
+pub struct Tablebases {
+    /// In priority order.
+    sources: Vec<Arc<dyn TableSource>>,
+}
+
+impl Tablebases {
+    pub fn new(sources: Vec<Arc<dyn TableSource>>) -> Tablebases {
+        Tablebases { sources }
+    }
+
+    /// Most pieces any source covers.
+    pub fn max_pieces(&self) -> usize {
+        self.sources.iter().map(|s| s.max_pieces()).max().unwrap_or(0)
+    }
+
+    pub fn sources(&self) -> impl Iterator<Item = Source> + '_ {
+        self.sources.iter().map(|s| s.source())
+    }
+
+    pub fn tables(&self) -> Vec<TableInfo> {
+        self.sources.iter().flat_map(|s| s.tables()).collect()
+    }
+
+    fn first<T>(&self, probe: impl Fn(&dyn TableSource) -> ProbeResult<T>) -> ProbeResult<Sourced<T>> {
+        let mut error: Option<TableError> = None;
+        for source in &self.sources {
+            match probe(source.as_ref()) {
+                Ok(Some(value)) => return Ok(Some(Sourced::new(value, source.source()))),
+                Ok(None) => {}
+                Err(err) => {
+                    error.get_or_insert(err);
+                }
+            }
+        }
+        error.map_or(Ok(None), Err)
+    }
+
+    /// WDL50 at half-move clock 0.
+    pub fn wdl(&self, pos: &Chess) -> ProbeResult<Sourced<Wdl>> {
+        self.first(|s| s.probe_wdl(pos))
+    }
+
+    pub fn dtz(&self, pos: &Chess) -> ProbeResult<Sourced<MaybeRounded<Dtz>>> {
+        self.first(|s| s.probe_dtz(pos))
+    }
+
+    /// Signed plies to mate ignoring the 50-move rule.
+    pub fn dtm_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
+        self.first(|s| s.probe_dtm_plies(pos))
+    }
+
+    /// Whether some source could in principle hold this position.
+    pub fn within_piece_limit(&self, pos: &Chess) -> bool {
+        pos.board().occupied().count() <= self.max_pieces()
+    }
+}
