@@ -251,3 +251,37 @@ fn gaviota_adapter_answers() {
     let p = pos("8/8/8/4k3/8/8/8/KR6 b - - 0 1");
     println!("{:?}", t.dtm_plies(&p));
 }
+
+/// Whatever the clock, a reported mate agrees with the tables' verdict at that
+/// clock, and for 3 pieces at clock 0 it contains Gaviota's DTM.
+#[test]
+fn search_scores_are_sound_at_random_clocks() {
+    let Some(t) = tables(true) else { return };
+    let mut rng = Rng(0x0dd_ba11_2026);
+    let (mut mates, mut exact, mut checked_dtm) = (0, 0, 0);
+    for i in 0..240 {
+        let material = MATERIALS[i % MATERIALS.len()];
+        let clock = if i % 3 == 0 { 0 } else { rng.below(101) as u32 };
+        let p = random_position(&mut rng, material, clock);
+        let r = run(&t, &p, Limits { nodes: Some(20_000), depth: Some(12), ..Default::default() });
+        let verdict = category(&t, &p);
+        let fen = Fen::from_position(&p, shakmaty::EnPassantMode::Legal);
+        if let Score::Mate { mate_in_plies, bound, .. } = r.score {
+            mates += 1;
+            assert_eq!(verdict, if mate_in_plies > 0 { Category::Win } else { Category::Loss }, "{fen}: {r:?}");
+            if p.board().occupied().count() == 3 && clock == 0 {
+                let dtm = t.dtm_plies(&p).unwrap();
+                match bound {
+                    ScoreBound::Exact => assert_eq!(dtm, mate_in_plies, "{fen}"),
+                    _ => assert!(dtm.abs() <= mate_in_plies.abs(), "{fen}: dtm {dtm} vs {r:?}"),
+                }
+                checked_dtm += 1;
+            }
+            exact += usize::from(bound == ScoreBound::Exact);
+        } else {
+            assert!(!matches!(verdict, Category::Win | Category::Loss) || r.stop != Some(tbserver::search::StopReason::MateProven), "{fen}");
+        }
+    }
+    println!("mate scores {mates} (exact {exact}), checked against DTM {checked_dtm}");
+    assert!(mates > 50);
+}

@@ -11,7 +11,7 @@ use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Positi
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use super::bounds::{self, MateSide, NoBound};
-use super::tt::{BoundKind, Entry, TranspositionTable};
+use super::tt::{BoundKind, Entry, ProbeCache, TranspositionTable};
 use super::{Cancel, Limits, MoveText, Oracle, Score, ScoreBound, SearchOptions, SearchResult, StopReason};
 use crate::domain::{Category, Dtz50};
 
@@ -125,6 +125,16 @@ fn squash(eval_cp: i32, range: (i32, i32)) -> i32 {
     (mid + half * s.clamp(-1.0, 1.0)).round() as i32
 }
 
+fn wdl_from_i8(w: i8) -> Wdl {
+    match w {
+        -2 => Wdl::Loss,
+        -1 => Wdl::BlessedLoss,
+        0 => Wdl::Draw,
+        1 => Wdl::CursedWin,
+        _ => Wdl::Win,
+    }
+}
+
 /// What the tables say about a node, as scores from the side to move's view.
 #[derive(Clone, Copy, Debug)]
 enum TbValue {
@@ -136,6 +146,7 @@ enum TbValue {
 
 struct Shared<'a> {
     tt: &'a TranspositionTable,
+    probes: ProbeCache,
     oracle: &'a dyn Oracle,
     /// External cancellation (client gone).
     cancel: &'a AtomicBool,
@@ -215,9 +226,19 @@ impl<'a> Worker<'a> {
     /// Table probes for a non-terminal tablebase-sized node at `ply`, cheapest
     /// first: WDL, then (only if that does not settle the window) DTM50, DTZ
     /// and DTM.
-    fn probe(&mut self, pos: &Chess, ply: usize, alpha: i32, beta: i32) -> Option<TbValue> {
+    fn probe(&mut self, pos: &Chess, hash: u64, ply: usize, alpha: i32, beta: i32, horizon: bool) -> Option<TbValue> {
         let oracle = self.shared.oracle;
-        let wdl = oracle.wdl(pos)?;
+        let cache = &self.shared.probes;
+        let mut cached = cache.get(hash);
+        let wdl = match cached.wdl {
+            Some(w) => w.map(wdl_from_i8),
+            None => {
+                let w = oracle.wdl(pos);
+                cached.wdl = Some(w.map(|w| w as i8));
+                cache.put(hash, cached);
+                w
+            }
+        }?;
         self.tb_hits += 1;
         let clock = pos.halfmoves();
         let side = match wdl {
@@ -227,9 +248,16 @@ impl<'a> Worker<'a> {
             Wdl::Win => MateSide::Win,
             Wdl::Loss => MateSide::Loss,
         };
-        let to_range = |b: &bounds::MateBound| match b.side {
-            MateSide::Win => (mate_in(ply + b.max_plies as usize), mate_in(ply + b.min_plies as usize)),
-            MateSide::Loss => (mated_in(ply + b.min_plies as usize), mated_in(ply + b.max_plies as usize)),
+        let to_range = |b: &bounds::MateBound| {
+            // The winner mates on odd plies, the loser is mated on even ones.
+            let max = |odd: bool| {
+                let m = b.max_plies.max(b.min_plies) as usize;
+                if (m % 2 == 1) == odd || m == b.min_plies as usize { m } else { m - 1 }
+            };
+            match b.side {
+                MateSide::Win => (mate_in(ply + max(true)), mate_in(ply + b.min_plies as usize)),
+                MateSide::Loss => (mated_in(ply + b.min_plies as usize), mated_in(ply + max(false))),
+            }
         };
         // WDL alone: a mate bound if the clock cannot spoil it, else "at least
         // a draw" for the winner.
@@ -240,7 +268,9 @@ impl<'a> Worker<'a> {
                 MateSide::Loss => (mated_in(ply + 2), 0),
             },
         };
-        if lo >= beta || hi <= alpha {
+        // At the horizon (most nodes) the WDL range is the value: a DTZ probe
+        // costs many WDL probes and the parent's own DTZ bound is close anyway.
+        if lo >= beta || hi <= alpha || horizon {
             return Some(TbValue::Range(lo, hi));
         }
         if let Some(p) = oracle.dtm50_plies(pos, clock) {
@@ -251,8 +281,28 @@ impl<'a> Worker<'a> {
                 p => mated_in(ply + p.unsigned_abs() as usize),
             }));
         }
-        let dtz = oracle.dtz(pos);
-        let dtm = oracle.dtm_plies(pos);
+        let dtz = match cached.dtz {
+            Some(d) => d.map(|(d, rounded)| {
+                if rounded { MaybeRounded::Rounded(Dtz(i32::from(d))) } else { MaybeRounded::Precise(Dtz(i32::from(d))) }
+            }),
+            None => {
+                let d = oracle.dtz(pos);
+                cached.dtz = Some(d.map(|d| match d {
+                    MaybeRounded::Precise(Dtz(n)) => (n as i16, false),
+                    MaybeRounded::Rounded(Dtz(n)) => (n as i16, true),
+                }));
+                d
+            }
+        };
+        let dtm = match cached.dtm {
+            Some(d) => d.map(i32::from),
+            None => {
+                let d = oracle.dtm_plies(pos);
+                cached.dtm = Some(d.map(|d| d as i16));
+                d
+            }
+        };
+        cache.put(hash, cached);
         self.tb_hits += u64::from(dtz.is_some()) + u64::from(dtm.is_some());
         match bounds::mate_bound(pos, clock, Some(wdl), dtz, dtm) {
             Ok(b) if b.exact => {
@@ -371,7 +421,7 @@ impl<'a> Worker<'a> {
         // Table probes behave like TT hits of infinite depth.
         let (mut lo, mut hi) = (-INF, INF);
         if ply > 0 && self.is_tb_sized(pos) {
-            match self.probe(pos, ply, alpha, beta) {
+            match self.probe(pos, hash, ply, alpha, beta, depth <= 0) {
                 Some(TbValue::Exact(v)) => {
                     let is_draw = v.abs() < MATE_IN_MAX;
                     if !(is_draw && depth >= SWINDLE_SEARCH_DEPTH) {
@@ -491,7 +541,7 @@ impl<'a> Worker<'a> {
             if pos.legal_moves().is_empty() {
                 return 0;
             }
-            match self.probe(pos, ply, alpha, beta) {
+            match self.probe(pos, hash, ply, alpha, beta, true) {
                 Some(TbValue::Exact(v)) => return v,
                 Some(TbValue::Range(l, h)) => return evaluate(pos).clamp(l, h),
                 None => {}
@@ -610,6 +660,7 @@ pub fn analyse(
     let root_bound = root_mate_bound(oracle, pos);
     let shared = Shared {
         tt: &tt,
+        probes: ProbeCache::new(20),
         oracle,
         cancel: cancel.as_ref(),
         stop: AtomicBool::new(false),
@@ -716,6 +767,19 @@ fn root_mate_bound(oracle: &dyn Oracle, pos: &Chess) -> Option<bounds::MateBound
 /// (full-width search, no reductions), or exact when the tables prove the same
 /// distance; otherwise the search proved "at most".
 fn to_score(score: i32, depth: u32, root_is_draw: bool, root_bound: Option<&bounds::MateBound>) -> Score {
+    if root_is_draw {
+        // The tables' verdict at the real clock wins over the search: e.g. at
+        // clock 100 a draw can be claimed before any mate, which the search
+        // (that never stops at its root) would not see.
+        let swindle = if score >= MATE_IN_MAX {
+            CURSED_WIN.1
+        } else if score <= -MATE_IN_MAX {
+            BLESSED_LOSS.0
+        } else {
+            score.clamp(BLESSED_LOSS.0, CURSED_WIN.1)
+        };
+        return Score::Draw { swindle_cp: swindle };
+    }
     if score.abs() >= MATE_IN_MAX {
         let plies = MATE - score.abs();
         let exact = plies as u32 <= depth || root_bound.is_some_and(|b| b.min_plies == plies as u32);
@@ -726,9 +790,5 @@ fn to_score(score: i32, depth: u32, root_is_draw: bool, root_bound: Option<&boun
             bound: if exact { ScoreBound::Exact } else { ScoreBound::AtMost },
         };
     }
-    if root_is_draw {
-        Score::Draw { swindle_cp: score.clamp(BLESSED_LOSS.0, CURSED_WIN.1) }
-    } else {
-        Score::Cp { cp: score }
-    }
+    Score::Cp { cp: score }
 }

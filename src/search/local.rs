@@ -21,7 +21,9 @@ static GAVIOTA_INIT: OnceLock<bool> = OnceLock::new();
 
 impl LocalTables {
     pub fn new(syzygy_dir: &Path, gaviota_dir: Option<&Path>) -> std::io::Result<LocalTables> {
-        let mut syzygy = Tablebase::new();
+        // SAFETY: the table files are read-only data that nobody modifies
+        // while the process runs (shared, immutable test/bench data).
+        let mut syzygy = unsafe { Tablebase::with_mmap_filesystem() };
         syzygy.add_directory(syzygy_dir)?;
         let gaviota = gaviota_dir.is_some_and(|dir| *GAVIOTA_INIT.get_or_init(|| init_gaviota(dir)));
         Ok(LocalTables { syzygy, gaviota })

@@ -75,3 +75,74 @@ impl TranspositionTable {
         slot[1].store(data, Ordering::Relaxed);
     }
 }
+
+/// Table answers by position (the tables ignore the clock), shared by all
+/// threads: a DTZ probe costs far more than a node, and iterative deepening
+/// asks for the same positions again and again. Same torn-write check as the TT.
+pub struct ProbeCache {
+    slots: Vec<[AtomicU64; 2]>,
+    mask: u64,
+}
+
+/// What one cache slot knows: each field `None` = not probed yet,
+/// `Some(None)` = the tables had no answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Probed {
+    pub wdl: Option<Option<i8>>,
+    pub dtz: Option<Option<(i16, bool)>>,
+    pub dtm: Option<Option<i16>>,
+}
+
+impl ProbeCache {
+    pub fn new(entries_log2: u32) -> ProbeCache {
+        let len = 1usize << entries_log2;
+        ProbeCache { slots: (0..len).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(), mask: len as u64 - 1 }
+    }
+
+    pub fn get(&self, key: u64) -> Probed {
+        let slot = &self.slots[(key & self.mask) as usize];
+        let check = slot[0].load(Ordering::Relaxed);
+        let data = slot[1].load(Ordering::Relaxed);
+        if data == 0 || check ^ data != key {
+            return Probed::default();
+        }
+        let wdl = match data & 7 {
+            0 => None,
+            6 => Some(None),
+            w => Some(Some(w as i8 - 3)),
+        };
+        let dtz = match (data >> 3) & 3 {
+            0 => None,
+            1 => Some(None),
+            s => Some(Some(((data >> 8) as u16 as i16, s == 3))),
+        };
+        let dtm = match (data >> 5) & 3 {
+            0 => None,
+            1 => Some(None),
+            _ => Some(Some((data >> 24) as u16 as i16)),
+        };
+        Probed { wdl, dtz, dtm }
+    }
+
+    pub fn put(&self, key: u64, p: Probed) {
+        let wdl = match p.wdl {
+            None => 0,
+            Some(None) => 6,
+            Some(Some(w)) => (w + 3) as u64,
+        };
+        let (dtz_state, dtz) = match p.dtz {
+            None => (0, 0),
+            Some(None) => (1, 0),
+            Some(Some((d, rounded))) => (2 + u64::from(rounded), u64::from(d as u16)),
+        };
+        let (dtm_state, dtm) = match p.dtm {
+            None => (0, 0),
+            Some(None) => (1, 0),
+            Some(Some(d)) => (2, u64::from(d as u16)),
+        };
+        let data = wdl | (dtz_state << 3) | (dtm_state << 5) | (dtz << 8) | (dtm << 24) | (1 << 63);
+        let slot = &self.slots[(key & self.mask) as usize];
+        slot[0].store(key ^ data, Ordering::Relaxed);
+        slot[1].store(data, Ordering::Relaxed);
+    }
+}
