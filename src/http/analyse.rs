@@ -5,7 +5,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::{
@@ -27,7 +27,8 @@ use crate::{
     tablebase::Tablebases,
 };
 
-/// Server-wide search limits. Set once at start-up with [`configure`].
+
+/// Server-wide search limits.
 #[derive(Debug, Clone)]
 pub struct AnalyseConfig {
     pub max_movetime_ms: u64,
@@ -49,31 +50,31 @@ impl Default for AnalyseConfig {
     }
 }
 
-static CONFIG: OnceLock<AnalyseConfig> = OnceLock::new();
-
-/// Sets the search limits; only the first call counts (before serving).
-pub fn configure(config: AnalyseConfig) {
-    let _ = CONFIG.set(config);
+/// The search side of the server: its limits, its concurrency slots and its
+/// own thread pool (so searches never take the threads that answer probes).
+pub struct Searches {
+    config: AnalyseConfig,
+    slots: Arc<Semaphore>,
+    pool: rayon::ThreadPool,
 }
 
-fn config() -> &'static AnalyseConfig {
-    CONFIG.get_or_init(AnalyseConfig::default)
-}
+impl Searches {
+    pub fn new(config: AnalyseConfig) -> Searches {
+        let n = config.max_concurrent_searches.max(1);
+        Searches {
+            slots: Arc::new(Semaphore::new(n)),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("search-{i}"))
+                .build()
+                .expect("search thread pool"),
+            config,
+        }
+    }
 
-fn slots() -> &'static Arc<Semaphore> {
-    static SLOTS: OnceLock<Arc<Semaphore>> = OnceLock::new();
-    SLOTS.get_or_init(|| Arc::new(Semaphore::new(config().max_concurrent_searches.max(1))))
-}
-
-fn pool() -> &'static rayon::ThreadPool {
-    static POOL: OnceLock<rayon::ThreadPool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        rayon::ThreadPoolBuilder::new()
-            .num_threads(config().max_concurrent_searches.max(1))
-            .thread_name(|i| format!("search-{i}"))
-            .build()
-            .expect("search thread pool")
-    })
+    fn options(&self) -> SearchOptions {
+        SearchOptions { threads: self.config.threads_per_search.max(1), hash_mb: self.config.hash_mb }
+    }
 }
 
 /// The service's tables as the search sees them (probing policy of
@@ -101,10 +102,9 @@ pub struct AnalyseQuery {
     depth: Option<u32>,
 }
 
-fn parse(query: Result<Query<AnalyseQuery>, QueryRejection>) -> Result<(Chess, Limits), ApiError> {
+fn parse(cfg: &AnalyseConfig, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Result<(Chess, Limits), ApiError> {
     let Query(q) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
     let pos = parse_fen(q.fen.as_deref().ok_or(ApiError::MissingParameter("fen"))?)?;
-    let cfg = config();
     // Every search has a time budget, whatever the request asks.
     let movetime_ms = q.movetime_ms.unwrap_or(cfg.default_movetime_ms).clamp(1, cfg.max_movetime_ms);
     Ok((pos, Limits { movetime: Some(Duration::from_millis(movetime_ms)), nodes: q.nodes, depth: q.depth }))
@@ -117,25 +117,22 @@ fn busy() -> Response {
     r
 }
 
-fn options() -> SearchOptions {
-    SearchOptions { threads: config().threads_per_search.max(1), hash_mb: config().hash_mb }
-}
-
 /// `GET /api/v1/analyse`: the final result as JSON.
 pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Response {
-    let (pos, limits) = match parse(query) {
+    let (pos, limits) = match parse(&state.searches.config, query) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(slots()).try_acquire_owned() else { return busy() };
+    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
     let cancel = Arc::new(AtomicBool::new(false));
     // Cancels the search if this request future is dropped (client gone).
     let _guard = CancelOnDrop(Arc::clone(&cancel));
     let (tx, rx) = oneshot::channel();
-    let tables = Arc::clone(&state.tablebases);
     let c = Arc::clone(&cancel);
-    pool().spawn(move || {
-        let r = search::analyse(&pos, tables.as_ref(), &limits, &options(), &c, &mut |_| {});
+    let shared = Arc::clone(&state);
+    state.searches.pool.spawn(move || {
+        let options = shared.searches.options();
+        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &c, &mut |_| {});
         drop(permit);
         let _ = tx.send(r);
     });
@@ -158,25 +155,29 @@ pub async fn analyse_stream(
     State(state): State<AppState>,
     query: Result<Query<AnalyseQuery>, QueryRejection>,
 ) -> Response {
-    let (pos, limits) = match parse(query) {
+    let (pos, limits) = match parse(&state.searches.config, query) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(slots()).try_acquire_owned() else { return busy() };
+    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
     let cancel = Arc::new(AtomicBool::new(false));
     let (tx, rx) = mpsc::channel::<Event>(64);
+    let (done_tx, done_rx) = oneshot::channel::<()>();
     {
         // The receiver is dropped with the response stream when the client
-        // disconnects: stop the search then.
+        // disconnects: stop the search then. Once the search is done this
+        // watcher lets go of its sender, so the stream can end.
         let tx = tx.clone();
         let cancel = Arc::clone(&cancel);
         tokio::spawn(async move {
-            tx.closed().await;
-            cancel.store(true, Ordering::Relaxed);
+            tokio::select! {
+                _ = tx.closed() => cancel.store(true, Ordering::Relaxed),
+                _ = done_rx => {}
+            }
         });
     }
-    let tables = Arc::clone(&state.tablebases);
-    pool().spawn(move || {
+    let shared = Arc::clone(&state);
+    state.searches.pool.spawn(move || {
         let event = |name: &str, r: &SearchResult| {
             Event::default().event(name).json_data(r).unwrap_or_else(|_| Event::default().event(name))
         };
@@ -185,9 +186,11 @@ pub async fn analyse_stream(
                 cancel.store(true, Ordering::Relaxed);
             }
         };
-        let r = search::analyse(&pos, tables.as_ref(), &limits, &options(), &cancel, &mut on_depth);
+        let options = shared.searches.options();
+        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &cancel, &mut on_depth);
         drop(permit);
         let _ = tx.blocking_send(event("result", &r));
+        let _ = done_tx.send(());
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))

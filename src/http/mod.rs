@@ -33,6 +33,8 @@ pub struct Shared {
     cache: Option<moka::sync::Cache<(Endpoint, String), Bytes>>,
     probe_slots: Semaphore,
     ready: AtomicBool,
+    /// `/api/v1/analyse`: limits, slots and the search thread pool.
+    searches: analyse::Searches,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,6 +56,7 @@ impl Shared {
             config,
             cache,
             ready: AtomicBool::new(true),
+            searches: analyse::Searches::new(analyse::AnalyseConfig::default()),
         })
     }
 
