@@ -285,3 +285,36 @@ fn search_scores_are_sound_at_random_clocks() {
     println!("mate scores {mates} (exact {exact}), checked against DTM {checked_dtm}");
     assert!(mates > 50);
 }
+
+#[test]
+fn lazy_smp_cancellation_and_cli() {
+    let Some(t) = tables(false) else { return };
+    let only = SyzygyOnly(t);
+    // KRBvKR: the search itself must find the mate (no DTM table).
+    let p = pos("6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1");
+    let cancel = Arc::new(AtomicBool::new(false));
+    let mut depths = 0;
+    let r = analyse(&p, &only, &Limits { depth: Some(30), ..Default::default() }, &SearchOptions { threads: 2, hash_mb: 16 }, &cancel, &mut |_| depths += 1);
+    println!("2 threads: {:?} depth {} nodes {} events {depths}", r.score, r.depth, r.nodes);
+    assert!(matches!(r.score, Score::Mate { mate_in_plies: 15, bound: ScoreBound::Exact, .. }), "{r:?}");
+    assert_eq!(r.stop, Some(tbserver::search::StopReason::MateProven));
+    assert_eq!(depths as u32, r.depth);
+
+    // Cancellation from another thread stops a search that has no other limit.
+    let busy = pos("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1");
+    let c = Arc::clone(&cancel);
+    let stopper = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        c.store(true, std::sync::atomic::Ordering::Relaxed);
+    });
+    let r = analyse(&busy, &only, &Limits::default(), &SearchOptions::default(), &cancel, &mut |_| {});
+    stopper.join().unwrap();
+    assert_eq!(r.stop, Some(tbserver::search::StopReason::Cancelled));
+    assert!(r.elapsed_ms < 2_000 && r.best_move.is_some(), "{r:?}");
+
+    let mut out = Vec::new();
+    let r = tbserver::search::run_analyse_cli("3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1", &only, Some(2_000), None, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    println!("{text}");
+    assert!(text.contains("score mate 13") && text.contains(&format!("bestmove {}", r.best_move.unwrap().uci)));
+}

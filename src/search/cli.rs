@@ -13,10 +13,14 @@ use super::{Limits, Oracle, Score, SearchOptions, SearchResult, analyse};
 fn uci_score(s: &Score) -> String {
     match s {
         Score::Mate { mate_in_moves, bound, .. } => {
+            // UCI bounds are on the score: a win in at most N moves is at
+            // least as good as "mate N", a loss in at most N at most as good.
+            let winning = *mate_in_moves > 0;
             let b = match bound {
                 super::ScoreBound::Exact => "",
-                super::ScoreBound::AtMost => " upperbound",
-                super::ScoreBound::AtLeast => " lowerbound",
+                super::ScoreBound::AtMost if winning => " lowerbound",
+                super::ScoreBound::AtLeast if !winning => " lowerbound",
+                _ => " upperbound",
             };
             format!("mate {mate_in_moves}{b}")
         }

@@ -27,12 +27,23 @@ pub struct TranspositionTable {
     mask: u64,
 }
 
+/// Zeroed slots straight from the allocator (`calloc`-style, pages mapped
+/// lazily): a 64 MiB table costs nothing until used, which matters for short
+/// HTTP searches.
+fn zeroed_slots(len: usize) -> Vec<[AtomicU64; 2]> {
+    let mut raw = std::mem::ManuallyDrop::new(vec![[0u64; 2]; len]);
+    let (ptr, len, cap) = (raw.as_mut_ptr(), raw.len(), raw.capacity());
+    // SAFETY: `AtomicU64` has the same size, alignment and bit validity as
+    // `u64`, and the vector's allocation is handed over exactly once.
+    unsafe { Vec::from_raw_parts(ptr.cast::<[AtomicU64; 2]>(), len, cap) }
+}
+
 impl TranspositionTable {
     pub fn new(hash_mb: usize) -> TranspositionTable {
         let wanted = (hash_mb.max(1) << 20) / 16;
         let len = wanted.next_power_of_two() / if wanted.is_power_of_two() { 1 } else { 2 };
         TranspositionTable {
-            slots: (0..len).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(),
+            slots: zeroed_slots(len),
             mask: len as u64 - 1,
         }
     }
@@ -96,7 +107,7 @@ pub struct Probed {
 impl ProbeCache {
     pub fn new(entries_log2: u32) -> ProbeCache {
         let len = 1usize << entries_log2;
-        ProbeCache { slots: (0..len).map(|_| [AtomicU64::new(0), AtomicU64::new(0)]).collect(), mask: len as u64 - 1 }
+        ProbeCache { slots: zeroed_slots(len), mask: len as u64 - 1 }
     }
 
     pub fn get(&self, key: u64) -> Probed {
