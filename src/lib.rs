@@ -7,6 +7,7 @@
 //! tables by retrograde analysis; [`search`] is the DTM50-style bounded search.
 
 pub mod app;
+pub mod board_svg;
 pub mod builtin;
 pub mod config;
 pub mod domain;

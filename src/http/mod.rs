@@ -4,6 +4,8 @@
 pub mod analyse;
 mod api;
 mod lichess;
+mod metrics_page;
+pub mod pages;
 
 use std::{
     sync::{
@@ -104,6 +106,7 @@ pub fn router(state: AppState) -> Router {
         .route("/standard/mainline", get(lichess::mainline))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .merge(pages::routes())
         .fallback(|| async { ApiError::NotFound })
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(CorsLayer::permissive())

@@ -1,0 +1,277 @@
+// End-to-end tests of tbserver's browser pages in real headless Chromium.
+// Run through tests/e2e/run.sh, which starts the server and sets TBSERVER_URL.
+// SPDX-License-Identifier: GPL-3.0-or-later
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createRequire } from 'node:module';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const require = createRequire(new URL('../../web/package.json', import.meta.url));
+const { chromium } = require('playwright-core');
+
+const BASE = process.env.TBSERVER_URL;
+if (!BASE) throw new Error('TBSERVER_URL is not set (use tests/e2e/run.sh)');
+const SHOTS = new URL('../../screenshots/', import.meta.url).pathname;
+mkdirSync(SHOTS, { recursive: true });
+
+const KBNK = '3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1';
+const CURSED = '8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1';
+const ROUNDING = '1kb5/8/1KN5/3N4/8/8/8/8 b - - 0 1';
+const DESKTOP = { width: 1280, height: 900 };
+const PHONE = { width: 375, height: 812 };
+
+let browser; // a persistent context with its own fresh profile directory
+let profile;
+
+before(async () => {
+  profile = mkdtempSync(join(tmpdir(), 'tbserver-e2e-chromium-'));
+  // The profile directory is passed as --user-data-dir by launchPersistentContext.
+  browser = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+    headless: true,
+    viewport: DESKTOP,
+    args: [
+      '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+    ],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function newPage(viewport = DESKTOP) {
+  const page = await browser.newPage();
+  await page.setViewportSize(viewport);
+  const problems = [];
+  page.on('pageerror', (e) => problems.push('page error: ' + e.message));
+  page.on('console', (m) => {
+    if (m.type() === 'error' && !/Failed to load resource|EventSource/.test(m.text())) problems.push('console: ' + m.text());
+  });
+  page.problems = problems;
+  return page;
+}
+
+const urlFen = (page) => (new URL(page.url()).searchParams.get('fen') || '').replace(/_/g, ' ');
+
+async function waitReady(page) {
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' || document.body.dataset.state === 'error', null, { timeout: 20000 });
+}
+
+async function loadFen(page, fen) {
+  await page.goto(`${BASE}/?fen=${encodeURIComponent(fen)}`);
+  await waitReady(page);
+}
+
+test('probe page shows the verdict and the move table for KBNvK', async () => {
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.screenshot({ path: SHOTS + 'probe-desktop.png', fullPage: true });
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'win');
+  assert.match(await page.textContent('#verdict'), /White wins/);
+  const facts = await page.textContent('#facts');
+  assert.match(facts, /WDL50\+2/);
+  assert.match(facts, /DTZ50≈?\+24 plies/);
+  assert.match(facts, /exact|possibly rounded/);
+  const rows = await page.$$eval('#moves tbody tr', (trs) => trs.map((tr) => ({ uci: tr.dataset.uci, cat: tr.dataset.category, text: tr.textContent })));
+  assert.ok(rows.length > 5, `expected many moves, got ${rows.length}`);
+  assert.equal(rows[0].cat, 'win', 'best move first');
+  // Colour coding follows the category.
+  const bg = await page.$eval('#moves tbody tr[data-category="win"]', (tr) => getComputedStyle(tr).backgroundColor);
+  assert.notEqual(bg, 'rgba(0, 0, 0, 0)');
+  // Keyboard: focus the best move and press Enter to play it.
+  await page.focus('#moves tbody tr:first-child button.move');
+  await page.keyboard.press('Enter');
+  await page.waitForFunction((fen) => document.getElementById('fen').value !== fen, KBNK);
+  await waitReady(page);
+  assert.match(await page.inputValue('#fen'), / b - - 1 1$/);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('entering a FEN, playing moves, back and forward', async () => {
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.fill('#fen', CURSED);
+  await page.click('#fen-form button[type=submit]');
+  await page.waitForFunction((fen) => document.getElementById('fen').value === fen && document.body.dataset.state === 'ready', CURSED);
+  await waitReady(page);
+  assert.equal(urlFen(page), CURSED);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
+  assert.match(await page.textContent('#facts'), /107/);
+  await page.screenshot({ path: SHOTS + 'probe-cursed-desktop.png', fullPage: true });
+
+  // Click the best move: the position changes, Black's move made, White to move.
+  const first = await page.$eval('#moves tbody tr', (tr) => tr.dataset.uci);
+  await page.click('#moves tbody tr:first-child button.move');
+  await page.waitForFunction((old) => document.getElementById('fen').value !== old, CURSED);
+  await waitReady(page);
+  const afterMove = await page.inputValue('#fen');
+  assert.match(afterMove, / w /, 'White to move after Black played');
+  assert.equal(urlFen(page), afterMove);
+  assert.ok(first.length >= 4);
+  // The same result, now seen from the other side.
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'blessed-loss');
+
+  await page.goBack();
+  await page.waitForFunction((fen) => document.getElementById('fen').value === fen, CURSED);
+  await waitReady(page);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
+  await page.goForward();
+  await page.waitForFunction((fen) => document.getElementById('fen').value === fen, afterMove);
+  await waitReady(page);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'blessed-loss');
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('rounding reference position and the half-move clock', async () => {
+  const page = await newPage();
+  await loadFen(page, ROUNDING);
+  const rows = await page.$$eval('#moves tbody tr', (trs) => trs.map((tr) => tr.dataset.uci));
+  assert.deepEqual(rows, ['b8a8'], 'Ka8 is the only move');
+  // Side-to-move and clock controls rewrite the FEN.
+  await page.fill('#clock', '90');
+  await page.waitForFunction(() => / 90 1$/.test(document.getElementById('fen').value));
+  await waitReady(page);
+  assert.match(urlFen(page), / 90 1$/);
+  // KBNvK with DTZ 24: at clock 77 the zeroing move comes too late (24 + 77 > 100).
+  await loadFen(page, KBNK);
+  await page.fill('#clock', '77');
+  await page.waitForFunction(() => / 77 1$/.test(document.getElementById('fen').value));
+  await page.waitForFunction(() => document.getElementById('verdict').dataset.category !== 'unknown');
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
+  await page.close();
+});
+
+test('invalid FEN shows the server message', async () => {
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.fill('#fen', 'this is not a fen');
+  await page.press('#fen', 'Enter');
+  await page.waitForFunction(() => document.body.dataset.state === 'error');
+  const msg = await page.textContent('#message');
+  assert.ok(await page.isVisible('#message'));
+  assert.match(msg, /not a valid FEN/);
+  assert.match(await page.textContent('#verdict'), /Invalid FEN/);
+  await page.close();
+});
+
+test('board editing: clear, spare piece drop, flip', async () => {
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.click('#btn-clear');
+  await page.waitForFunction(() => document.getElementById('fen').value.startsWith('8/8/8/8/8/8/8/8 '));
+  // Drop a white king from the spare pieces onto the board.
+  const box = await page.locator('#board cg-board').boundingBox();
+  const spare = page.locator('#spares-bottom piece.white.king');
+  const s = await spare.boundingBox();
+  await page.mouse.move(s.x + s.width / 2, s.y + s.height / 2);
+  await page.mouse.down();
+  await page.mouse.move(box.x + box.width * (4.5 / 8), box.y + box.height * (7.5 / 8), { steps: 8 });
+  await page.mouse.up();
+  await page.waitForFunction(() => document.getElementById('fen').value.startsWith('8/8/8/8/8/8/8/4K3 '));
+  await page.click('#btn-flip');
+  assert.ok(await page.$('#board.orientation-black'));
+  await page.close();
+});
+
+test('analysis runs and stops, or says it is not available', async () => {
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.selectOption('#movetime', '10000');
+  await page.click('#btn-analyse');
+  await page.waitForFunction(() => {
+    const s = document.getElementById('analysis-status').textContent;
+    return /not available|failed/i.test(s) || document.getElementById('an-depth').textContent !== '–';
+  }, null, { timeout: 20000 });
+  const status = await page.textContent('#analysis-status');
+  if (/not available/i.test(status)) {
+    console.log('# analysis endpoint absent: ' + status);
+    assert.equal(await page.isDisabled('#btn-stop'), true);
+  } else {
+    assert.match(await page.textContent('#an-score'), /mate|draw/i);
+    if (!(await page.isDisabled('#btn-stop'))) {
+      await page.click('#btn-stop');
+      assert.match(await page.textContent('#analysis-status'), /Stopped|Done/);
+    }
+    assert.equal(await page.isDisabled('#btn-analyse'), false);
+  }
+  await page.close();
+});
+
+test('analysis display follows a stream of depth events (stream mocked in the browser)', async () => {
+  const page = await newPage();
+  const depth = (n, mate) => ({ depth: n, score: { kind: 'mate', mate_in_moves: mate, mate_in_plies: 2 * mate - 1, bound: 'exact' },
+    pv: [{ uci: 'b1g6', san: 'Bg6' }, { uci: 'd8e7', san: 'Ke7' }], nodes: 1000 * n, elapsed_ms: 10 * n });
+  const body = [
+    `event: depth\ndata: ${JSON.stringify(depth(1, 20))}\n\n`,
+    `event: depth\ndata: ${JSON.stringify(depth(2, 19))}\n\n`,
+    `event: result\ndata: ${JSON.stringify({ ...depth(3, 18), best_move: { uci: 'b1g6', san: 'Bg6' }, stop: 'movetime' })}\n\n`,
+  ].join('');
+  await page.route('**/api/v1/analyse/stream**', (route) => route.fulfill({ status: 200, headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }, body }));
+  await loadFen(page, KBNK);
+  await page.click('#btn-analyse');
+  await page.waitForFunction(() => document.body.dataset.analysis === 'done');
+  assert.equal(await page.textContent('#an-depth'), '3');
+  assert.match(await page.textContent('#an-score'), /White mates in 18 moves/);
+  assert.equal(await page.textContent('#an-pv'), '1. Bg6 Ke7');
+  assert.match(await page.textContent('#analysis-status'), /Done at depth 3 \(movetime\)\. Best move: Bg6\./);
+  assert.equal(await page.isDisabled('#btn-analyse'), false);
+  assert.equal(await page.isDisabled('#btn-stop'), true);
+  await page.screenshot({ path: SHOTS + 'probe-analysis-desktop.png' });
+  await page.close();
+});
+
+test('metrics page: every board image loads and links to the probe page', async () => {
+  const page = await newPage();
+  await page.goto(`${BASE}/metrics`);
+  await page.waitForLoadState('load');
+  const imgs = await page.$$eval('img', (list) => list.map((i) => ({ src: i.getAttribute('src'), w: i.naturalWidth, complete: i.complete, href: i.closest('a')?.getAttribute('href') })));
+  assert.ok(imgs.length >= 3, 'three reference boards');
+  for (const img of imgs) {
+    assert.ok(img.complete && img.w > 0, `image did not load: ${img.src}`);
+    assert.match(img.src, /^\/board\.svg\?fen=/);
+    assert.match(img.href, /^\/\?fen=/);
+  }
+  const text = await page.textContent('main');
+  for (const word of ['cursed win', 'blessed loss', 'rounded', '107', '24']) assert.ok(text.includes(word), word);
+  await page.screenshot({ path: SHOTS + 'metrics-desktop.png', fullPage: true });
+  // A board link opens the probe page on that position.
+  await page.click(`a[href^="/?fen="] >> nth=0`);
+  await waitReady(page);
+  assert.ok(urlFen(page).length > 10);
+  await page.close();
+});
+
+test('board.svg answers SVG, and a JSON error for a bad FEN', async () => {
+  const ok = await fetch(`${BASE}/board.svg?fen=${encodeURIComponent(KBNK)}&size=100&orientation=black&lastmove=a1a2`);
+  assert.equal(ok.status, 200);
+  assert.match(ok.headers.get('content-type'), /image\/svg\+xml/);
+  assert.match(await ok.text(), /^<svg[^>]+width="100"/);
+  const bad = await fetch(`${BASE}/board.svg?fen=nonsense`);
+  assert.equal(bad.status, 400);
+  const body = await bad.json();
+  assert.equal(body.error.code, 'invalid_fen');
+  assert.ok(body.error.message.length > 0);
+});
+
+test('phone-width screenshots and layout', async () => {
+  const page = await newPage(PHONE);
+  await loadFen(page, KBNK);
+  await page.screenshot({ path: SHOTS + 'probe-phone.png', fullPage: true });
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  const wide = await page.evaluate(() => [...document.querySelectorAll('body *')].filter((e) => e.getBoundingClientRect().right > window.innerWidth + 0.5).slice(0, 5).map((e) => e.tagName + '#' + e.id + '.' + e.className));
+  assert.ok(overflow <= 0, `probe page scrolls sideways by ${overflow}px: ${wide.join(', ')}`);
+  await page.goto(`${BASE}/metrics`);
+  await page.waitForLoadState('load');
+  const overflow2 = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow2 <= 0, `metrics page scrolls sideways by ${overflow2}px`);
+  await page.screenshot({ path: SHOTS + 'metrics-phone.png', fullPage: true });
+  await page.close();
+});

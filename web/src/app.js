@@ -1,0 +1,692 @@
+// tbserver probe page: board setup, tablebase answer, move table, DTM50 analysis.
+// SPDX-License-Identifier: GPL-3.0-or-later
+import { Chessground } from 'chessground';
+import { Chess } from 'chessops/chess';
+import { parseFen, makeFen, makeBoardFen, parseBoardFen, EMPTY_BOARD_FEN, INITIAL_FEN } from 'chessops/fen';
+import { parseUci, parseSquare, makeSquare } from 'chessops/util';
+import { makeSanAndPlay } from 'chessops/san';
+
+const $ = (id) => document.getElementById(id);
+
+const DEFAULT_FEN = '3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1';
+
+const state = {
+  fen: null, // the full FEN currently shown
+  orientation: 'white',
+  answer: null, // last probe answer (for the current fen)
+  probeSeq: 0,
+  lastMove: undefined,
+  analysis: null, // { es, fen }
+};
+
+// ---------------------------------------------------------------- FEN helpers
+
+/** Split a FEN into its fields with defaults for missing ones. */
+function fenFields(fen) {
+  const parts = fen.trim().split(/\s+/);
+  return {
+    board: parts[0] || EMPTY_BOARD_FEN,
+    turn: parts[1] === 'b' ? 'b' : 'w',
+    castling: parts[2] || '-',
+    ep: parts[3] || '-',
+    halfmove: /^\d+$/.test(parts[4] || '') ? parseInt(parts[4], 10) : 0,
+    fullmove: /^\d+$/.test(parts[5] || '') ? Math.max(1, parseInt(parts[5], 10)) : 1,
+  };
+}
+
+function joinFen(f) {
+  return `${f.board} ${f.turn} ${f.castling} ${f.ep} ${f.halfmove} ${f.fullmove}`;
+}
+
+/** A chessops position for a FEN, or null when it is not a legal position. */
+function positionOf(fen) {
+  const setup = parseFen(fen);
+  if (setup.isErr) return null;
+  const pos = Chess.fromSetup(setup.value);
+  return pos.isOk ? pos.value : null;
+}
+
+function fenFromUrl() {
+  const raw = new URLSearchParams(location.search).get('fen');
+  return raw ? raw.replace(/_/g, ' ').trim() : null;
+}
+
+function urlForFen(fen) {
+  return '/?fen=' + encodeURIComponent(fen.replace(/ /g, '_')).replace(/%2F/g, '/');
+}
+
+// ---------------------------------------------------------------- board
+
+const cg = Chessground($('board'), {
+  fen: EMPTY_BOARD_FEN,
+  orientation: 'white',
+  coordinates: true,
+  autoCastle: false,
+  movable: { free: true, color: 'both', showDests: false },
+  premovable: { enabled: false },
+  draggable: { enabled: true, deleteOnDropOff: true, showGhost: true },
+  selectable: { enabled: true },
+  highlight: { lastMove: true, check: true },
+  animation: { enabled: true, duration: 150 },
+  events: {
+    move: onBoardMove,
+    change: onBoardChange,
+  },
+});
+
+let pendingPlayed = false;
+
+/** A piece was moved on the board: play it if it is a legal move, else it is an edit. */
+function onBoardMove(orig, dest) {
+  const pos = positionOf(state.fen);
+  if (!pos) return;
+  const from = parseSquare(orig);
+  const to = parseSquare(dest);
+  const piece = pos.board.get(from);
+  if (!piece || piece.color !== pos.turn) return;
+  let move = { from, to };
+  if (piece.role === 'pawn' && (makeSquare(to)[1] === '8' || makeSquare(to)[1] === '1')) move.promotion = 'queen';
+  if (piece.role === 'king' && Math.abs((from & 7) - (to & 7)) === 2) {
+    // Castling dragged as king two squares: chessops wants king takes own rook.
+    const rookFile = (to & 7) > (from & 7) ? 7 : 0;
+    move = { from, to: (from & ~7) | rookFile };
+  }
+  if (!pos.isLegal(move)) return;
+  pendingPlayed = true;
+  playMove(move, pos, [orig, dest]);
+}
+
+/** Any change to the board (moves, drops, deletions). */
+function onBoardChange() {
+  if (pendingPlayed) {
+    pendingPlayed = false;
+    return;
+  }
+  const f = fenFields(state.fen || `${EMPTY_BOARD_FEN} w - - 0 1`);
+  const board = cg.getFen();
+  if (board === f.board) return;
+  f.board = board;
+  f.castling = '-';
+  f.ep = '-';
+  state.lastMove = undefined;
+  setPosition(joinFen(f), { push: true });
+}
+
+function playMove(move, pos, lastMove) {
+  const uci = uciOf(move, pos);
+  const next = pos.clone();
+  makeSanAndPlay(next, move);
+  const fen = makeFen(next.toSetup());
+  state.lastMove = lastMove || [uci.slice(0, 2), uci.slice(2, 4)];
+  setPosition(fen, { push: true });
+}
+
+/** Standard (king two squares) UCI for a chessops move. */
+function uciOf(move, pos) {
+  let to = move.to;
+  const piece = pos.board.get(move.from);
+  if (piece && piece.role === 'king' && pos.board.get(move.to)?.role === 'rook' && pos.board.get(move.to)?.color === piece.color) {
+    to = (move.from & ~7) | ((move.to & 7) > (move.from & 7) ? 6 : 2);
+  }
+  return makeSquare(move.from) + makeSquare(to) + (move.promotion ? { queen: 'q', rook: 'r', bishop: 'b', knight: 'n' }[move.promotion] : '');
+}
+
+// ---------------------------------------------------------------- spare pieces
+
+const ROLES = ['king', 'queen', 'rook', 'bishop', 'knight', 'pawn'];
+function buildSpares() {
+  const top = state.orientation === 'white' ? 'black' : 'white';
+  const bottom = state.orientation === 'white' ? 'white' : 'black';
+  for (const [id, color] of [['spares-top', top], ['spares-bottom', bottom]]) {
+    const host = $(id);
+    host.textContent = '';
+    const wrap = document.createElement('div');
+    wrap.className = 'cg-wrap';
+    for (const role of ROLES) {
+      const p = document.createElement('piece');
+      p.className = `${color} ${role}`;
+      p.setAttribute('role', 'img');
+      p.setAttribute('aria-label', `spare ${color} ${role}`);
+      p.title = `Drag a ${color} ${role} onto the board`;
+      const start = (e) => {
+        if (e.type === 'mousedown' && e.button !== 0) return;
+        e.preventDefault();
+        cg.dragNewPiece({ color, role }, e, true);
+      };
+      p.addEventListener('mousedown', start);
+      p.addEventListener('touchstart', start, { passive: false });
+      wrap.appendChild(p);
+    }
+    host.appendChild(wrap);
+  }
+}
+
+// ---------------------------------------------------------------- position state
+
+/** Show `fen` on the board and in the form, update the URL and ask the server. */
+function setPosition(fen, { push = false, replace = false } = {}) {
+  fen = fen.trim().replace(/\s+/g, ' ');
+  const f = fenFields(fen);
+  state.fen = fen;
+  stopAnalysis('Position changed; analysis stopped.', true);
+  const boardOk = parseBoardFen(f.board).isOk;
+  if (boardOk) {
+    const pos = positionOf(fen);
+    cg.set({
+      fen: f.board,
+      turnColor: f.turn === 'w' ? 'white' : 'black',
+      lastMove: state.lastMove,
+      check: pos && pos.isCheck() ? (f.turn === 'w' ? 'white' : 'black') : false,
+    });
+  }
+  $('fen').value = fen;
+  for (const r of document.querySelectorAll('input[name="turn"]')) r.checked = r.value === f.turn;
+  $('clock').value = String(f.halfmove);
+  const url = urlForFen(fen);
+  if (push && location.pathname + location.search !== url) history.pushState({ fen, lastMove: state.lastMove }, '', url);
+  else if (replace) history.replaceState({ fen, lastMove: state.lastMove }, '', url);
+  probe(fen);
+}
+
+// ---------------------------------------------------------------- probing
+
+function showMessage(text, kind = 'error') {
+  const m = $('message');
+  if (!text) {
+    m.hidden = true;
+    m.textContent = '';
+    return;
+  }
+  m.hidden = false;
+  m.className = 'message' + (kind === 'info' ? ' info' : '');
+  m.textContent = text;
+}
+
+async function probe(fen) {
+  const seq = ++state.probeSeq;
+  state.answer = null;
+  setVerdict('unknown', 'Probing…');
+  $('facts').textContent = '';
+  $('moves').tBodies[0].textContent = '';
+  let res;
+  let body;
+  try {
+    res = await fetch('/api/v1/probe?fen=' + encodeURIComponent(fen), { headers: { accept: 'application/json' } });
+    body = await res.json().catch(() => null);
+  } catch (e) {
+    if (seq !== state.probeSeq) return;
+    showMessage('Could not reach the server: ' + e.message);
+    setVerdict('unknown', 'No answer');
+    return;
+  }
+  if (seq !== state.probeSeq) return; // a newer position was requested meanwhile
+  if (!res.ok || !body || body.error) {
+    const err = body && body.error ? body.error : { code: 'http_' + res.status, message: `The server answered with status ${res.status}.` };
+    showMessage(errorText(err));
+    setVerdict('unknown', errorTitle(err.code));
+    document.body.dataset.state = 'error';
+    return;
+  }
+  showMessage(null);
+  state.answer = body;
+  renderAnswer(body);
+  document.body.dataset.state = 'ready';
+}
+
+function errorTitle(code) {
+  switch (code) {
+    case 'invalid_fen': return 'Invalid FEN';
+    case 'illegal_position': return 'Illegal position';
+    case 'castling_rights': return 'Castling not supported';
+    case 'too_many_pieces': return 'Too many pieces';
+    case 'missing_table': return 'Table not available';
+    default: return 'No answer';
+  }
+}
+
+function errorText(err) {
+  const hints = {
+    invalid_fen: 'This is not a valid FEN. ',
+    illegal_position: 'This position cannot occur in a game. ',
+    castling_rights: 'Tablebases cover positions without castling rights. ',
+    too_many_pieces: 'The tablebases here do not cover this many pieces. ',
+    missing_table: 'The table needed for this position is not installed. ',
+  };
+  return (hints[err.code] || '') + 'Server: ' + err.message;
+}
+
+// ---------------------------------------------------------------- rendering
+
+const CATEGORY_LABEL = {
+  win: 'Win',
+  'cursed-win': 'Cursed win',
+  'maybe-win': 'Maybe a win',
+  draw: 'Draw',
+  'maybe-loss': 'Maybe a loss',
+  'blessed-loss': 'Blessed loss',
+  loss: 'Loss',
+  unknown: 'Unknown',
+};
+
+const FLIP = {
+  win: 'loss', loss: 'win', 'cursed-win': 'blessed-loss', 'blessed-loss': 'cursed-win',
+  'maybe-win': 'maybe-loss', 'maybe-loss': 'maybe-win', draw: 'draw', unknown: 'unknown',
+};
+
+function setVerdict(category, main, sub) {
+  const v = $('verdict');
+  v.className = 'verdict cat-' + category;
+  v.dataset.category = category;
+  v.textContent = '';
+  const m = document.createElement('span');
+  m.className = 'verdict-main';
+  m.textContent = main;
+  v.appendChild(m);
+  if (sub) {
+    const s = document.createElement('span');
+    s.className = 'verdict-sub';
+    s.textContent = sub;
+    v.appendChild(s);
+  }
+}
+
+const sideName = (s) => (s === 'white' || s === 'w' ? 'White' : 'Black');
+const other = (s) => (s === 'white' ? 'black' : 'white');
+const plural = (n, word) => `${n} ${n === 1 ? word : word === 'ply' ? 'plies' : word + 's'}`;
+const mateMoves = (plies) => Math.ceil(Math.abs(plies) / 2);
+
+function verdictSentence(a) {
+  const us = sideName(a.side_to_move);
+  const them = sideName(other(a.side_to_move));
+  if (a.checkmate) return [`${us} is checkmated`, `${them} has won.`];
+  if (a.stalemate) return ['Stalemate', 'The game is drawn.'];
+  if (a.insufficient_material) return ['Draw', 'Neither side has enough material to mate.'];
+  const mate = a.dtm50 ? `mate in ${a.dtm50.mate_in_moves ?? mateMoves(a.dtm50.plies)} (DTM50)`
+    : a.dtm ? `mate in ${a.dtm.mate_in_moves ?? mateMoves(a.dtm.plies)} (DTM, ignoring the 50-move rule)` : '';
+  switch (a.category) {
+    case 'win': return [`${us} wins`, mate ? `${us} to move: ${mate}.` : `${us} to move can force mate within the 50-move rule.`];
+    case 'cursed-win': return [`Cursed win for ${us}`, 'A win on the board, but the 50-move rule turns it into a draw.'];
+    case 'maybe-win': return [`Maybe a win for ${us}`, 'Right on the 50-move edge; the tables cannot tell whether the win survives.'];
+    case 'draw': return ['Draw', 'Neither side can force a win.'];
+    case 'maybe-loss': return [`Maybe a loss for ${us}`, 'Right on the 50-move edge; the tables cannot tell whether the loss is saved.'];
+    case 'blessed-loss': return [`Blessed loss for ${us}`, `${them} could mate, but the 50-move rule saves ${us}: a draw.`];
+    case 'loss': return [`${us} loses`, mate ? `${them} forces ${mate.replace(/^mate/, 'mate')}.` : `${them} can force mate.`];
+    default: return ['Unknown', 'The tables needed for this position are not available.'];
+  }
+}
+
+function dtzText(d, flip = false) {
+  if (!d) return '—';
+  const plies = flip ? -d.plies : d.plies;
+  let s = `${plies > 0 ? '+' : ''}${plies}`;
+  if (d.rounding === 'maybe_rounded') s = '≈' + s;
+  return s;
+}
+
+function dtzNote(d) {
+  if (!d) return 'not available';
+  const parts = [];
+  if (d.plies === 0) parts.push('a draw: no zeroing needed');
+  else parts.push(`${plural(Math.abs(d.plies), 'ply')} to the next capture, pawn move or mate`);
+  if (d.rounding === 'exact') parts.push('exact');
+  else {
+    const [lo, hi] = (d.range_plies || [d.plies, d.plies + Math.sign(d.plies)]).map(Math.abs).sort((x, y) => x - y);
+    parts.push(`possibly rounded: the table stores whole moves here, so the true distance is ${lo} or ${hi} plies`);
+  }
+  if (d.beyond_100) parts.push('above 100: the 50-move rule spoils the result (cursed win / blessed loss)');
+  return parts.join('; ');
+}
+
+function dtmText(d, flip = false, draw = false) {
+  if (!d) return '—';
+  if (d.plies === 0) return draw ? 'draw' : '0';
+  const plies = flip ? -d.plies : d.plies;
+  return `${plies > 0 ? '+' : ''}${plies}`;
+}
+
+function addFact(dl, term, value, note) {
+  const dt = document.createElement('dt');
+  dt.textContent = term;
+  const dd = document.createElement('dd');
+  const missing = value === '—';
+  dd.textContent = missing && note ? '' : value;
+  if (note) {
+    const n = document.createElement('span');
+    n.className = 'note';
+    n.textContent = missing ? note : ' — ' + note;
+    dd.appendChild(n);
+  }
+  dl.append(dt, dd);
+}
+
+function renderAnswer(a) {
+  const [main, sub] = verdictSentence(a);
+  setVerdict(a.category, main, sub);
+  const dl = $('facts');
+  dl.textContent = '';
+  addFact(dl, 'Material', `${a.material} (${plural(a.pieces, 'piece')}), ${sideName(a.side_to_move)} to move, half-move clock ${a.halfmove_clock}`);
+  addFact(dl, 'Verdict', `${CATEGORY_LABEL[a.category] || a.category}`, 'at the real half-move clock');
+  addFact(dl, 'WDL50', a.wdl50 == null ? '—' : `${a.wdl50 > 0 ? '+' : ''}${a.wdl50}`, a.wdl50 == null ? 'not available' : wdlWords(a.wdl50));
+  addFact(dl, 'DTZ50', a.dtz50 ? `${dtzText(a.dtz50)} ${Math.abs(a.dtz50.plies) === 1 ? 'ply' : 'plies'}` : '—', dtzNote(a.dtz50));
+  addFact(dl, 'DTM', a.dtm ? `${dtmText(a.dtm)} plies` : '—',
+    a.dtm ? `${mateWords(a.dtm.plies, a.dtm.mate_in_moves)}; ignores the 50-move rule` : 'not available (Gaviota tables cover few endgames here)');
+  if (a.dtm50 !== undefined) {
+    addFact(dl, 'DTM50', a.dtm50 ? `${dtmText(a.dtm50)} plies` : '—',
+      a.dtm50 ? `${mateWords(a.dtm50.plies, a.dtm50.mate_in_moves)}; respects the 50-move rule${a.dtm50.exact ? ', exact' : ', a bound'}` : 'not known; try the analysis below');
+  }
+  if (a.mate_bound) {
+    const b = a.mate_bound;
+    addFact(dl, 'Mate bound', `${b.min_plies}–${b.max_plies} plies`, `mate comes in ${b.min_moves}–${b.max_moves} moves; derived from ${b.derived_from.toUpperCase()}`);
+  }
+  if (a.sources) {
+    addFact(dl, 'Sources', Object.entries(a.sources).filter(([, v]) => v).map(([k, v]) => `${k.toUpperCase()}: ${v}`).join(' · '));
+  }
+  renderMoves(a);
+}
+
+function wdlWords(w) {
+  return { 2: 'win', 1: 'cursed win (drawn by the 50-move rule)', 0: 'draw', '-1': 'blessed loss (saved by the 50-move rule)', '-2': 'loss' }[w] || '';
+}
+
+function mateWords(plies, mateIn) {
+  if (plies === 0) return 'the game is over';
+  const n = mateIn != null ? Math.abs(mateIn) : mateMoves(plies);
+  return plies > 0 ? `mates in ${plural(n, 'move')}` : `gets mated in ${plural(n, 'move')}`;
+}
+
+/** The result of a move in words, from the mover's point of view. */
+function moveResult(m) {
+  if (m.checkmate) return 'wins: checkmate';
+  if (m.stalemate) return 'draws: stalemate';
+  if (m.insufficient_material) return 'draws: insufficient material';
+  const cat = FLIP[m.category] || 'unknown';
+  switch (cat) {
+    case 'win': {
+      // After our move the opponent is mated in |plies| plies: our mate is one ply longer.
+      const d = m.dtm50 || m.dtm;
+      return d ? `wins, mate in ${Math.ceil((Math.abs(d.plies) + 1) / 2)}${m.dtm50 ? '' : ' (DTM)'}` : 'wins';
+    }
+    case 'loss': {
+      const d = m.dtm50 || m.dtm;
+      return d ? `loses, mated in ${mateMoves(d.plies)}` : 'loses';
+    }
+    case 'cursed-win': return 'cursed win (draw by 50-move rule)';
+    case 'blessed-loss': return 'blessed loss (saved by 50-move rule)';
+    case 'maybe-win': return 'maybe wins (50-move edge)';
+    case 'maybe-loss': return 'maybe loses (50-move edge)';
+    case 'draw': return 'draws';
+    default: return 'unknown';
+  }
+}
+
+function renderMoves(a) {
+  const tbody = $('moves').tBodies[0];
+  tbody.textContent = '';
+  if (!a.moves || a.moves.length === 0) {
+    const tr = tbody.insertRow();
+    const td = tr.insertCell();
+    td.colSpan = 6;
+    td.className = 'muted';
+    td.textContent = a.checkmate ? 'No moves: checkmate.' : a.stalemate ? 'No moves: stalemate.' : 'No legal moves.';
+    return;
+  }
+  for (const m of a.moves) {
+    const cat = m.checkmate ? 'win' : FLIP[m.category] || 'unknown';
+    const tr = tbody.insertRow();
+    tr.className = 'cat-' + cat;
+    tr.dataset.uci = m.uci;
+    tr.dataset.category = cat;
+    const tdMove = tr.insertCell();
+    const btn = document.createElement('button');
+    btn.type = 'button';
+    btn.className = 'move';
+    btn.textContent = m.san;
+    btn.title = `Play ${m.san} (${m.uci})`;
+    btn.addEventListener('click', (e) => {
+      e.stopPropagation();
+      playUci(m.uci);
+    });
+    tdMove.appendChild(btn);
+    const tdRes = tr.insertCell();
+    tdRes.className = 'result';
+    tdRes.textContent = moveResult(m) + (m.zeroing ? ' · zeroing' : '');
+    const wdl = tr.insertCell();
+    wdl.className = 'num';
+    wdl.textContent = m.wdl50 == null ? '—' : `${-m.wdl50 > 0 ? '+' : ''}${-m.wdl50}`;
+    const dtz = tr.insertCell();
+    dtz.className = 'num';
+    dtz.textContent = m.zeroing && m.dtz50 ? `${dtzText(m.dtz50, true)} (0 after)` : dtzText(m.dtz50, true);
+    if (m.dtz50 && m.dtz50.rounding === 'maybe_rounded') dtz.title = 'Possibly rounded: the true distance may be one ply more.';
+    const dtm = tr.insertCell();
+    dtm.className = 'num';
+    dtm.textContent = dtmText(m.dtm, true, cat === 'draw');
+    const dtm50 = tr.insertCell();
+    dtm50.className = 'num';
+    dtm50.textContent = dtmText(m.dtm50, true, cat === 'draw');
+    tr.addEventListener('click', () => playUci(m.uci));
+  }
+}
+
+function playUci(uci) {
+  const pos = positionOf(state.fen);
+  if (!pos) return;
+  let move = parseUci(uci);
+  if (!move) return;
+  const piece = pos.board.get(move.from);
+  if (piece && piece.role === 'king' && Math.abs((move.from & 7) - (move.to & 7)) === 2) {
+    move = { from: move.from, to: (move.from & ~7) | ((move.to & 7) > (move.from & 7) ? 7 : 0) };
+  }
+  if (!pos.isLegal(move)) {
+    showMessage(`The move ${uci} is not legal here.`);
+    return;
+  }
+  playMove(move, pos, [uci.slice(0, 2), uci.slice(2, 4)]);
+}
+
+// ---------------------------------------------------------------- analysis (SSE)
+
+function scoreText(s) {
+  if (!s) return '–';
+  if (s.kind === 'mate') {
+    const n = s.mate_in_moves;
+    const bound = s.bound === 'at_most' ? 'at most ' : s.bound === 'at_least' ? 'at least ' : '';
+    if (n >= 0) return `${sideName(state.analysis?.turn || 'white')} mates in ${bound}${plural(Math.abs(n), 'move')}`;
+    return `${sideName(state.analysis?.turn || 'white')} is mated in ${bound}${plural(Math.abs(n), 'move')}`;
+  }
+  if (s.kind === 'draw') return 'Draw' + (s.swindle_cp ? ` (swindle score ${s.swindle_cp} cp)` : '');
+  return JSON.stringify(s);
+}
+
+function pvText(pv, fen) {
+  if (!pv || pv.length === 0) return '–';
+  const f = fenFields(fen);
+  let ply = (f.fullmove - 1) * 2 + (f.turn === 'b' ? 1 : 0);
+  const out = [];
+  pv.forEach((m, i) => {
+    const moveNo = Math.floor(ply / 2) + 1;
+    if (ply % 2 === 0) out.push(`${moveNo}.`);
+    else if (i === 0) out.push(`${moveNo}…`);
+    out.push(m.san || m.uci);
+    ply++;
+  });
+  return out.join(' ');
+}
+
+function showAnalysis(ev) {
+  $('analysis-out').hidden = false;
+  $('an-depth').textContent = String(ev.depth ?? '–');
+  $('an-score').textContent = scoreText(ev.score);
+  $('an-pv').textContent = pvText(ev.pv, state.analysis ? state.analysis.fen : state.fen);
+}
+
+function startAnalysis() {
+  stopAnalysis(null, true);
+  const fen = state.fen;
+  if (!fen) return;
+  const movetime = $('movetime').value;
+  const url = `/api/v1/analyse/stream?fen=${encodeURIComponent(fen)}&movetime_ms=${encodeURIComponent(movetime)}`;
+  const es = new EventSource(url);
+  const run = { es, fen, turn: fenFields(fen).turn, got: 0 };
+  state.analysis = run;
+  $('btn-analyse').disabled = true;
+  $('btn-stop').disabled = false;
+  $('analysis-status').textContent = 'Analysing…';
+  document.body.dataset.analysis = 'running';
+  // Progress: unnamed events or events named `depth`; final: `done` or `result`.
+  const onProgress = (e) => {
+    if (state.analysis !== run) return;
+    run.got++;
+    try {
+      const data = JSON.parse(e.data);
+      showAnalysis(data);
+      $('analysis-status').textContent = `Analysing… depth ${data.depth}, ${Number(data.nodes || 0).toLocaleString('en')} nodes, ${data.elapsed_ms ?? 0} ms`;
+    } catch {
+      /* ignore malformed events */
+    }
+  };
+  const onFinal = (e) => {
+    if (state.analysis !== run) return;
+    run.got++;
+    let data = null;
+    try {
+      data = JSON.parse(e.data);
+    } catch {
+      /* ignore */
+    }
+    if (data) showAnalysis(data);
+    finishAnalysis(run, data ? doneText(data) : 'Analysis finished.');
+  };
+  es.onmessage = onProgress;
+  es.addEventListener('depth', onProgress);
+  es.addEventListener('done', onFinal);
+  es.addEventListener('result', onFinal);
+  es.onerror = () => {
+    if (state.analysis !== run) return;
+    if (run.got > 0) {
+      // The stream ended (or broke) after results: keep what we have.
+      finishAnalysis(run, 'Analysis ended.');
+      return;
+    }
+    es.close();
+    explainAnalysisFailure(url, run);
+  };
+}
+
+function doneText(d) {
+  const best = d.best_move ? (typeof d.best_move === 'string' ? d.best_move : d.best_move.san || d.best_move.uci) : null;
+  const why = d.stop_reason ?? d.stop;
+  const reason = why ? ` (${String(typeof why === 'string' ? why : JSON.stringify(why)).replace(/_/g, ' ')})` : '';
+  return `Done at depth ${d.depth}${reason}.` + (best ? ` Best move: ${best}.` : '');
+}
+
+/** The EventSource failed before any event: find out why with a plain request. */
+async function explainAnalysisFailure(url, run) {
+  let text = 'Analysis is not available.';
+  try {
+    const ctrl = new AbortController();
+    const res = await fetch(url, { signal: ctrl.signal, headers: { accept: 'application/json' } });
+    if (res.status === 404 || res.status === 405 || res.status === 501) {
+      text = 'Analysis is not available on this server.';
+    } else if (!res.ok) {
+      const body = await res.json().catch(() => null);
+      text = body && body.error ? `Analysis failed: ${body.error.message}` : `Analysis failed (status ${res.status}).`;
+    }
+    ctrl.abort();
+  } catch {
+    /* keep the generic text */
+  }
+  if (state.analysis === run) finishAnalysis(run, text);
+}
+
+function finishAnalysis(run, text) {
+  run.es.close();
+  if (state.analysis === run) state.analysis = null;
+  $('btn-analyse').disabled = false;
+  $('btn-stop').disabled = true;
+  $('analysis-status').textContent = text;
+  document.body.dataset.analysis = 'done';
+}
+
+function stopAnalysis(text, quiet = false) {
+  const run = state.analysis;
+  if (!run) return;
+  run.es.close(); // closing the stream stops the search on the server
+  state.analysis = null;
+  $('btn-analyse').disabled = false;
+  $('btn-stop').disabled = true;
+  if (!quiet || text) $('analysis-status').textContent = text || 'Stopped.';
+  if (!quiet) document.body.dataset.analysis = 'stopped';
+  else if (text) {
+    $('analysis-out').hidden = true;
+    document.body.dataset.analysis = 'stopped';
+  }
+}
+
+// ---------------------------------------------------------------- controls
+
+$('fen-form').addEventListener('submit', (e) => {
+  e.preventDefault();
+  const fen = $('fen').value.trim();
+  if (!fen) {
+    showMessage('Enter a FEN first.');
+    return;
+  }
+  state.lastMove = undefined;
+  setPosition(fen, { push: true });
+});
+
+for (const r of document.querySelectorAll('input[name="turn"]')) {
+  r.addEventListener('change', () => {
+    if (!r.checked) return;
+    const f = fenFields(state.fen);
+    f.turn = r.value;
+    f.ep = '-';
+    state.lastMove = undefined;
+    setPosition(joinFen(f), { push: true });
+  });
+}
+
+let clockTimer = 0;
+$('clock').addEventListener('input', () => {
+  clearTimeout(clockTimer);
+  clockTimer = setTimeout(() => {
+    const v = parseInt($('clock').value, 10);
+    if (!Number.isFinite(v) || v < 0) return;
+    const f = fenFields(state.fen);
+    if (f.halfmove === v) return;
+    f.halfmove = v;
+    setPosition(joinFen(f), { replace: true });
+  }, 300);
+});
+
+$('btn-start').addEventListener('click', () => {
+  state.lastMove = undefined;
+  setPosition(INITIAL_FEN, { push: true });
+});
+$('btn-clear').addEventListener('click', () => {
+  state.lastMove = undefined;
+  setPosition(`${EMPTY_BOARD_FEN} w - - 0 1`, { push: true });
+});
+$('btn-flip').addEventListener('click', () => {
+  state.orientation = state.orientation === 'white' ? 'black' : 'white';
+  cg.set({ orientation: state.orientation });
+  buildSpares();
+});
+$('btn-analyse').addEventListener('click', startAnalysis);
+$('btn-stop').addEventListener('click', () => stopAnalysis('Stopped.'));
+
+window.addEventListener('popstate', (e) => {
+  const fen = (e.state && e.state.fen) || fenFromUrl() || DEFAULT_FEN;
+  state.lastMove = e.state ? e.state.lastMove : undefined;
+  setPosition(fen);
+});
+
+// ---------------------------------------------------------------- start
+
+buildSpares();
+{
+  const fen = fenFromUrl() || DEFAULT_FEN;
+  setPosition(fen, { replace: true });
+}
+// For tests and debugging.
+window.tbserver = { state, setPosition, cg };
