@@ -121,20 +121,24 @@ pub fn pawn_moves(pos: &Chess) -> u32 {
 /// successor phase contributing its own `max_dtz'`. Memoised by
 /// (material, pawn moves).
 pub fn max_sub_mate_plies(material: MaterialKey, pawn_moves: u32) -> u32 {
-    static MEMO: OnceLock<std::sync::Mutex<HashMap<(MaterialKey, u32), u32>>> = OnceLock::new();
-    let memo = MEMO.get_or_init(|| {
-        // Precompute every class the project's figures cover (up to 6 pieces),
-        // so that the lock is only ever taken for cheap look-ups afterwards.
+    // Every class the project's figures cover (up to 6 pieces), computed once
+    // and then only read: no lock on the search's hot path.
+    static PRECOMPUTED: OnceLock<HashMap<(MaterialKey, u32), u32>> = OnceLock::new();
+    let pre = PRECOMPUTED.get_or_init(|| {
         let mut map = HashMap::new();
         for &m in max_dtz_table().keys() {
             for pm in 0..=5 * u32::from(m.pawns()) {
                 sub_mate(m, pm, &mut map);
             }
         }
-        std::sync::Mutex::new(map)
+        map
     });
-    let mut map = memo.lock().unwrap_or_else(|e| e.into_inner());
-    sub_mate(material, pawn_moves.min(5 * u32::from(material.pawns())), &mut map)
+    let pm = pawn_moves.min(5 * u32::from(material.pawns()));
+    match pre.get(&(material.normalized(), pm)) {
+        Some(&v) => v,
+        // Beyond the figures (more pieces): every class counts 100, still sound.
+        None => sub_mate(material, pm, &mut HashMap::new()),
+    }
 }
 
 fn sub_mate(m: MaterialKey, pm: u32, memo: &mut HashMap<(MaterialKey, u32), u32>) -> u32 {
