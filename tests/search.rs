@@ -182,7 +182,7 @@ fn root_move_never_spoils_the_verdict() {
             .iter()
             .map(|m| {
                 let mut c = p.clone();
-                c.play_unchecked(m.clone());
+                c.play_unchecked(*m);
                 category(&t, &c).flip()
             })
             .max()
@@ -204,7 +204,7 @@ fn search_finds_exact_gaviota_dtm() {
     let Some(t) = tables(true) else { return };
     let gav = LocalTables::new(&common::syzygy_dir().unwrap(), Some(&common::gaviota_dir().unwrap())).unwrap();
     let syzygy_only = SyzygyOnly(t);
-    let mut rng = Rng(0xabcdef_1357);
+    let mut rng = Rng(0xab_cdef_1357);
     let (mut exact, mut tried) = (0, 0);
     let mut i = 0;
     while tried < 40 {

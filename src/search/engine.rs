@@ -345,7 +345,7 @@ impl<'a> Worker<'a> {
                 (s, m)
             })
             .collect();
-        scored.sort_by(|a, b| b.0.cmp(&a.0));
+        scored.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
         moves.extend(scored.into_iter().map(|(_, m)| m));
     }
 
@@ -357,9 +357,9 @@ impl<'a> Worker<'a> {
     }
 
     fn child(pos: &Chess, hash: u64, m: &Move) -> (Chess, u64) {
-        let h = pos.update_zobrist_hash::<Zobrist64>(Zobrist64(hash), m.clone(), EnPassantMode::Legal);
+        let h = pos.update_zobrist_hash::<Zobrist64>(Zobrist64(hash), *m, EnPassantMode::Legal);
         let mut next = pos.clone();
-        next.play_unchecked(m.clone());
+        next.play_unchecked(*m);
         let h = h.unwrap_or_else(|| next.zobrist_hash::<Zobrist64>(EnPassantMode::Legal));
         (next, h.0)
     }
@@ -460,11 +460,7 @@ impl<'a> Worker<'a> {
         if in_check {
             depth += 1;
         }
-        if ply > 0 {
-            self.order_moves(pos, &mut moves, tt_move, ply);
-        } else if tt_move != 0 {
-            self.order_moves(pos, &mut moves, tt_move, ply);
-        }
+        self.order_moves(pos, &mut moves, tt_move, ply);
         let original_alpha = alpha;
         let mut best = -INF;
         let mut best_move = 0;
@@ -491,7 +487,7 @@ impl<'a> Worker<'a> {
                 if score > alpha {
                     alpha = score;
                     pv.clear();
-                    pv.push(m.clone());
+                    pv.push(*m);
                     pv.extend(child_pv.iter().cloned());
                     if score >= beta {
                         if !m.is_capture() && !m.is_promotion() {
@@ -613,7 +609,7 @@ fn guaranteed_root_moves(oracle: &dyn Oracle, pos: &Chess) -> Vec<Move> {
         .iter()
         .map(|m| {
             let mut next = pos.clone();
-            next.play_unchecked(m.clone());
+            next.play_unchecked(*m);
             category(oracle, &next).map(Category::flip)
         })
         .collect();
@@ -627,18 +623,18 @@ fn guaranteed_root_moves(oracle: &dyn Oracle, pos: &Chess) -> Vec<Move> {
 }
 
 fn move_text(pos: &Chess, m: &Move) -> MoveText {
-    MoveText { uci: m.to_uci(CastlingMode::Standard).to_string(), san: San::from_move(pos, m.clone()).to_string() }
+    MoveText { uci: m.to_uci(CastlingMode::Standard).to_string(), san: San::from_move(pos, *m).to_string() }
 }
 
 fn pv_text(pos: &Chess, pv: &[Move]) -> Vec<MoveText> {
     let mut p = pos.clone();
     let mut out = Vec::new();
     for m in pv {
-        if !p.is_legal(m.clone()) {
+        if !p.is_legal(*m) {
             break;
         }
         out.push(move_text(&p, m));
-        p.play_unchecked(m.clone());
+        p.play_unchecked(*m);
     }
     out
 }
@@ -705,7 +701,7 @@ pub fn analyse(
             });
         }
         let mut w = Worker::new(&shared);
-        let mut best_pv: Vec<Move> = vec![shared.root_moves[0].clone()];
+        let mut best_pv: Vec<Move> = vec![shared.root_moves[0]];
         let mut best_score = 0;
         let mut completed = 0;
         let mut reason = StopReason::Depth;
