@@ -1,6 +1,7 @@
 //! The HTTP layer: routing, shared state, middleware. Handlers stay thin:
 //! they parse, call [`crate::probe`], and shape the response.
 
+pub mod analyse;
 mod api;
 mod lichess;
 mod metrics_page;
@@ -34,6 +35,8 @@ pub struct Shared {
     cache: Option<moka::sync::Cache<(Endpoint, String), Bytes>>,
     probe_slots: Semaphore,
     ready: AtomicBool,
+    /// `/api/v1/analyse`: limits, slots and the search thread pool.
+    searches: analyse::Searches,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,6 +58,7 @@ impl Shared {
             config,
             cache,
             ready: AtomicBool::new(true),
+            searches: analyse::Searches::new(analyse::AnalyseConfig::default()),
         })
     }
 
@@ -96,6 +100,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/v1/probe", get(api::probe_get).post(api::probe_batch))
         .route("/api/v1/mainline", get(api::mainline))
         .route("/api/v1/tables", get(api::tables))
+        .route("/api/v1/analyse", get(analyse::analyse))
+        .route("/api/v1/analyse/stream", get(analyse::analyse_stream))
         .route("/standard", get(lichess::standard))
         .route("/standard/mainline", get(lichess::mainline))
         .route("/healthz", get(healthz))

@@ -1,0 +1,199 @@
+//! `/api/v1/analyse` and `/api/v1/analyse/stream`: the bounded search over
+//! HTTP. Searches run on their own thread pool (never on the threads that
+//! answer probes), at most `max_concurrent_searches` at once (503 +
+//! `Retry-After` beyond), each capped at `max_movetime_ms`.
+
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::{
+    Json,
+    extract::{Query, State, rejection::QueryRejection},
+    http::{HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response, sse::{Event, KeepAlive, Sse}},
+};
+use serde::Deserialize;
+use shakmaty::Chess;
+use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
+use tokio::sync::{Semaphore, mpsc, oneshot};
+
+use super::AppState;
+use crate::{
+    error::ApiError,
+    request::parse_fen,
+    search::{self, Limits, Oracle, SearchOptions, SearchResult},
+    tablebase::Tablebases,
+};
+
+
+/// Server-wide search limits.
+#[derive(Debug, Clone)]
+pub struct AnalyseConfig {
+    pub max_movetime_ms: u64,
+    pub default_movetime_ms: u64,
+    pub max_concurrent_searches: usize,
+    pub hash_mb: usize,
+    pub threads_per_search: usize,
+}
+
+impl Default for AnalyseConfig {
+    fn default() -> Self {
+        AnalyseConfig {
+            max_movetime_ms: 10_000,
+            default_movetime_ms: 2_000,
+            max_concurrent_searches: 2,
+            hash_mb: 64,
+            threads_per_search: 1,
+        }
+    }
+}
+
+/// The search side of the server: its limits, its concurrency slots and its
+/// own thread pool (so searches never take the threads that answer probes).
+pub struct Searches {
+    config: AnalyseConfig,
+    slots: Arc<Semaphore>,
+    pool: rayon::ThreadPool,
+}
+
+impl Searches {
+    pub fn new(config: AnalyseConfig) -> Searches {
+        let n = config.max_concurrent_searches.max(1);
+        Searches {
+            slots: Arc::new(Semaphore::new(n)),
+            pool: rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("search-{i}"))
+                .build()
+                .expect("search thread pool"),
+            config,
+        }
+    }
+
+    fn options(&self) -> SearchOptions {
+        SearchOptions { threads: self.config.threads_per_search.max(1), hash_mb: self.config.hash_mb }
+    }
+}
+
+/// The service's tables as the search sees them (probing policy of
+/// [`Tablebases`]; a broken table reads as "no answer", so search goes on).
+impl Oracle for Tablebases {
+    fn max_pieces(&self) -> usize {
+        Tablebases::max_pieces(self)
+    }
+    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
+        Tablebases::wdl(self, pos).ok().flatten().map(|s| s.value)
+    }
+    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
+        Tablebases::dtz(self, pos).ok().flatten().map(|s| s.value)
+    }
+    fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
+        Tablebases::dtm_plies(self, pos).ok().flatten().map(|s| s.value)
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub struct AnalyseQuery {
+    fen: Option<String>,
+    movetime_ms: Option<u64>,
+    nodes: Option<u64>,
+    depth: Option<u32>,
+}
+
+fn parse(cfg: &AnalyseConfig, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Result<(Chess, Limits), ApiError> {
+    let Query(q) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
+    let pos = parse_fen(q.fen.as_deref().ok_or(ApiError::MissingParameter("fen"))?)?;
+    // Every search has a time budget, whatever the request asks.
+    let movetime_ms = q.movetime_ms.unwrap_or(cfg.default_movetime_ms).clamp(1, cfg.max_movetime_ms);
+    Ok((pos, Limits { movetime: Some(Duration::from_millis(movetime_ms)), nodes: q.nodes, depth: q.depth }))
+}
+
+fn busy() -> Response {
+    let body = serde_json::json!({ "error": { "code": "busy", "message": "too many searches in progress; retry later" } });
+    let mut r = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
+    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+    r
+}
+
+/// `GET /api/v1/analyse`: the final result as JSON.
+pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Response {
+    let (pos, limits) = match parse(&state.searches.config, query) {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
+    let cancel = Arc::new(AtomicBool::new(false));
+    // Cancels the search if this request future is dropped (client gone).
+    let _guard = CancelOnDrop(Arc::clone(&cancel));
+    let (tx, rx) = oneshot::channel();
+    let c = Arc::clone(&cancel);
+    let shared = Arc::clone(&state);
+    state.searches.pool.spawn(move || {
+        let options = shared.searches.options();
+        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &c, &mut |_| {});
+        drop(permit);
+        let _ = tx.send(r);
+    });
+    match rx.await {
+        Ok(r) => Json(r).into_response(),
+        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "search failed").into_response(),
+    }
+}
+
+struct CancelOnDrop(Arc<AtomicBool>);
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Relaxed);
+    }
+}
+
+/// `GET /api/v1/analyse/stream`: Server-Sent Events, one `depth` event per
+/// completed iteration and a final `result` event; stops when the client goes.
+pub async fn analyse_stream(
+    State(state): State<AppState>,
+    query: Result<Query<AnalyseQuery>, QueryRejection>,
+) -> Response {
+    let (pos, limits) = match parse(&state.searches.config, query) {
+        Ok(v) => v,
+        Err(e) => return e.into_response(),
+    };
+    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
+    let cancel = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = mpsc::channel::<Event>(64);
+    let (done_tx, done_rx) = oneshot::channel::<()>();
+    {
+        // The receiver is dropped with the response stream when the client
+        // disconnects: stop the search then. Once the search is done this
+        // watcher lets go of its sender, so the stream can end.
+        let tx = tx.clone();
+        let cancel = Arc::clone(&cancel);
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tx.closed() => cancel.store(true, Ordering::Relaxed),
+                _ = done_rx => {}
+            }
+        });
+    }
+    let shared = Arc::clone(&state);
+    state.searches.pool.spawn(move || {
+        let event = |name: &str, r: &SearchResult| {
+            Event::default().event(name).json_data(r).unwrap_or_else(|_| Event::default().event(name))
+        };
+        let mut on_depth = |r: &SearchResult| {
+            if tx.try_send(event("depth", r)).is_err() && tx.is_closed() {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        };
+        let options = shared.searches.options();
+        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &cancel, &mut on_depth);
+        drop(permit);
+        let _ = tx.blocking_send(event("result", &r));
+        let _ = done_tx.send(());
+    });
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
+    });
+    Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
+}

@@ -1,1 +1,0 @@
-//! The DTM50-style bounded search.

@@ -1,0 +1,159 @@
+//! Lock-free transposition table shared by all search threads (lazy SMP).
+//!
+//! Each slot holds `key ^ data` and `data`; a torn write by another thread makes
+//! the check `stored_key ^ data == key` fail, so a reader never trusts a mixed
+//! entry.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BoundKind {
+    Exact = 0,
+    Lower = 1,
+    Upper = 2,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct Entry {
+    /// Packed move (see `engine::pack_move`), 0 for none.
+    pub mv: u16,
+    pub score: i32,
+    pub depth: i32,
+    pub bound: BoundKind,
+}
+
+pub struct TranspositionTable {
+    slots: Vec<[AtomicU64; 2]>,
+    mask: u64,
+}
+
+/// Zeroed slots straight from the allocator (`calloc`-style, pages mapped
+/// lazily): a 64 MiB table costs nothing until used, which matters for short
+/// HTTP searches.
+fn zeroed_slots(len: usize) -> Vec<[AtomicU64; 2]> {
+    let mut raw = std::mem::ManuallyDrop::new(vec![[0u64; 2]; len]);
+    let (ptr, len, cap) = (raw.as_mut_ptr(), raw.len(), raw.capacity());
+    // SAFETY: `AtomicU64` has the same size, alignment and bit validity as
+    // `u64`, and the vector's allocation is handed over exactly once.
+    unsafe { Vec::from_raw_parts(ptr.cast::<[AtomicU64; 2]>(), len, cap) }
+}
+
+impl TranspositionTable {
+    pub fn new(hash_mb: usize) -> TranspositionTable {
+        let wanted = (hash_mb.max(1) << 20) / 16;
+        let len = wanted.next_power_of_two() / if wanted.is_power_of_two() { 1 } else { 2 };
+        TranspositionTable {
+            slots: zeroed_slots(len),
+            mask: len as u64 - 1,
+        }
+    }
+
+    pub fn probe(&self, key: u64) -> Option<Entry> {
+        let slot = &self.slots[(key & self.mask) as usize];
+        let check = slot[0].load(Ordering::Relaxed);
+        let data = slot[1].load(Ordering::Relaxed);
+        if check ^ data != key || data == 0 {
+            return None;
+        }
+        let bound = match (data >> 40) & 3 {
+            0 => BoundKind::Exact,
+            1 => BoundKind::Lower,
+            _ => BoundKind::Upper,
+        };
+        Some(Entry {
+            mv: data as u16,
+            score: i32::from((data >> 16) as u16 as i16),
+            depth: i32::from((data >> 32) as u8) - 1,
+            bound,
+        })
+    }
+
+    pub fn store(&self, key: u64, entry: Entry) {
+        let slot = &self.slots[(key & self.mask) as usize];
+        // Keep a deeper entry of the same position (its move is the better guess).
+        let old_data = slot[1].load(Ordering::Relaxed);
+        if slot[0].load(Ordering::Relaxed) ^ old_data == key
+            && i32::from((old_data >> 32) as u8) - 1 > entry.depth + 2
+        {
+            return;
+        }
+        let data = u64::from(entry.mv)
+            | (u64::from(entry.score as i16 as u16) << 16)
+            | (u64::from((entry.depth + 1).clamp(0, 255) as u8) << 32)
+            | ((entry.bound as u64) << 40)
+            | (1 << 48); // never 0, so an empty slot never matches
+        slot[0].store(key ^ data, Ordering::Relaxed);
+        slot[1].store(data, Ordering::Relaxed);
+    }
+}
+
+/// Table answers by position (the tables ignore the clock), shared by all
+/// threads: a DTZ probe costs far more than a node, and iterative deepening
+/// asks for the same positions again and again. Same torn-write check as the TT.
+pub struct ProbeCache {
+    slots: Vec<[AtomicU64; 2]>,
+    mask: u64,
+}
+
+/// What one cache slot knows: each field `None` = not probed yet,
+/// `Some(None)` = the tables had no answer.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Probed {
+    pub wdl: Option<Option<i8>>,
+    pub dtz: Option<Option<(i16, bool)>>,
+    pub dtm: Option<Option<i16>>,
+}
+
+impl ProbeCache {
+    pub fn new(entries_log2: u32) -> ProbeCache {
+        let len = 1usize << entries_log2;
+        ProbeCache { slots: zeroed_slots(len), mask: len as u64 - 1 }
+    }
+
+    pub fn get(&self, key: u64) -> Probed {
+        let slot = &self.slots[(key & self.mask) as usize];
+        let check = slot[0].load(Ordering::Relaxed);
+        let data = slot[1].load(Ordering::Relaxed);
+        if data == 0 || check ^ data != key {
+            return Probed::default();
+        }
+        let wdl = match data & 7 {
+            0 => None,
+            6 => Some(None),
+            w => Some(Some(w as i8 - 3)),
+        };
+        let dtz = match (data >> 3) & 3 {
+            0 => None,
+            1 => Some(None),
+            s => Some(Some(((data >> 8) as u16 as i16, s == 3))),
+        };
+        let dtm = match (data >> 5) & 3 {
+            0 => None,
+            1 => Some(None),
+            _ => Some(Some((data >> 24) as u16 as i16)),
+        };
+        Probed { wdl, dtz, dtm }
+    }
+
+    pub fn put(&self, key: u64, p: Probed) {
+        let wdl = match p.wdl {
+            None => 0,
+            Some(None) => 6,
+            Some(Some(w)) => (w + 3) as u64,
+        };
+        let (dtz_state, dtz) = match p.dtz {
+            None => (0, 0),
+            Some(None) => (1, 0),
+            Some(Some((d, rounded))) => (2 + u64::from(rounded), u64::from(d as u16)),
+        };
+        let (dtm_state, dtm) = match p.dtm {
+            None => (0, 0),
+            Some(None) => (1, 0),
+            Some(Some(d)) => (2, u64::from(d as u16)),
+        };
+        let data = wdl | (dtz_state << 3) | (dtm_state << 5) | (dtz << 8) | (dtm << 24) | (1 << 63);
+        let slot = &self.slots[(key & self.mask) as usize];
+        slot[0].store(key ^ data, Ordering::Relaxed);
+        slot[1].store(data, Ordering::Relaxed);
+    }
+}
