@@ -22,6 +22,7 @@ pub struct Config {
     pub gaviota_cache_mib: usize,
     pub builtin: BuiltinConfig,
     pub limits: Limits,
+    pub search: SearchConfig,
     /// Cached full answers (popular positions are asked again and again);
     /// 0 turns the cache off.
     pub cache_entries: u64,
@@ -65,6 +66,34 @@ pub struct Limits {
     pub max_concurrent_probes: usize,
 }
 
+/// Server-wide limits of `/api/v1/analyse`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchConfig {
+    /// Longest search a request may ask for, in milliseconds.
+    pub max_movetime_ms: u64,
+    /// Search time when the request names none, in milliseconds.
+    pub default_movetime_ms: u64,
+    /// Searches running at once; more are refused with 503 and `Retry-After`.
+    pub max_concurrent_searches: usize,
+    /// Transposition table per search, in MiB.
+    pub hash_mb: usize,
+    /// Threads per search (lazy SMP).
+    pub threads_per_search: usize,
+}
+
+impl Default for SearchConfig {
+    fn default() -> SearchConfig {
+        SearchConfig {
+            max_movetime_ms: 10_000,
+            default_movetime_ms: 2_000,
+            max_concurrent_searches: 2,
+            hash_mb: 64,
+            threads_per_search: 1,
+        }
+    }
+}
+
 impl Default for Config {
     fn default() -> Config {
         Config {
@@ -74,6 +103,7 @@ impl Default for Config {
             gaviota_cache_mib: 32,
             builtin: BuiltinConfig::default(),
             limits: Limits::default(),
+            search: SearchConfig::default(),
             cache_entries: 10_000,
             log_format: LogFormat::Human,
         }
@@ -154,6 +184,11 @@ mod tests {
         assert_eq!(file.limits.max_body_bytes, default.limits.max_body_bytes);
         assert_eq!(file.limits.max_concurrent_probes, default.limits.max_concurrent_probes);
         assert_eq!(file.log_format, default.log_format);
+        assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
+        assert_eq!(file.search.default_movetime_ms, default.search.default_movetime_ms);
+        assert_eq!(file.search.max_concurrent_searches, default.search.max_concurrent_searches);
+        assert_eq!(file.search.hash_mb, default.search.hash_mb);
+        assert_eq!(file.search.threads_per_search, default.search.threads_per_search);
     }
 
     #[test]

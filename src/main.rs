@@ -30,6 +30,20 @@ enum Command {
         /// The position (underscores may stand for spaces).
         fen: String,
     },
+    /// Search for the fastest mate the 50-move rule allows (DTM50-style);
+    /// prints UCI-style `info` lines and `bestmove`.
+    Analyse {
+        #[command(flatten)]
+        tables: TableArgs,
+        /// Search time in milliseconds [default: the configured default_movetime_ms].
+        #[arg(long, value_name = "MS")]
+        movetime: Option<u64>,
+        /// Stop after this depth (plies).
+        #[arg(long)]
+        depth: Option<u32>,
+        /// The position (underscores may stand for spaces).
+        fen: String,
+    },
 }
 
 #[derive(Args, Clone, Default)]
@@ -93,6 +107,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
+        Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -130,5 +145,15 @@ fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
         .and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::MateFirst))
         .map_err(|e| serde_json::to_string(&e.body()).unwrap_or_else(|_| e.to_string()))?;
     println!("{}", serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?);
+    Ok(())
+}
+
+fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, fen: &str) -> Result<(), String> {
+    let config = load_config(args)?;
+    init_logging(LogFormat::Human);
+    let tablebases = app::open_tablebases(&config);
+    let movetime_ms = movetime_ms.or((depth.is_none()).then_some(config.search.default_movetime_ms));
+    let fen = fen.replace('_', " ");
+    tbserver::search::run_analyse_cli(&fen, &tablebases, movetime_ms, depth, &mut std::io::stdout())?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use crate::{
     error::ApiError,
     material,
     request::normalized_fen,
+    search::{self, MateBound, NoBound},
     sources::TableError,
     tablebase::Tablebases,
 };
@@ -34,6 +35,12 @@ pub struct PositionInfo {
     pub wdl50: Option<i8>,
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
+    /// The proven range of the distance to mate under the 50-move rule at
+    /// this clock (DTM50), from the tables alone; null when none can be given.
+    pub mate_bound: Option<MateBound>,
+    /// Why there is no mate bound (a draw, the 50-move rule, unusable tables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub no_mate_bound: Option<NoBound>,
     pub checkmate: bool,
     pub stalemate: bool,
     pub insufficient_material: bool,
@@ -98,6 +105,8 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         wdl50: None,
         dtz50: None,
         dtm: None,
+        mate_bound: None,
+        no_mate_bound: None,
         checkmate: false,
         stalemate: false,
         insufficient_material: pos.is_insufficient_material(),
@@ -116,11 +125,13 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
             info.category = Category::Draw;
             set_rules(&mut info, Wdl::Draw, 0, 0);
         }
+        set_mate_bound(&mut info, pos);
         return info;
     }
     if info.insufficient_material {
         info.category = Category::Draw;
         set_rules(&mut info, Wdl::Draw, 0, 0);
+        set_mate_bound(&mut info, pos);
         return info;
     }
 
@@ -165,7 +176,16 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
             info.table_error.get_or_insert(err);
         }
     }
+    set_mate_bound(&mut info, pos);
     info
+}
+
+fn set_mate_bound(info: &mut PositionInfo, pos: &Chess) {
+    let bound = search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies));
+    match bound {
+        Ok(bound) => info.mate_bound = Some(bound),
+        Err(reason) => info.no_mate_bound = Some(reason),
+    }
 }
 
 fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) {
@@ -417,7 +437,7 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
     Ok(line)
 }
 
-/// DTZ of a move's target as `shakmaty_syzygy` types, for callers that need them.
-pub fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
+/// DTZ as `shakmaty_syzygy` types.
+fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
     info.dtz50.map(Dtz50::to_syzygy)
 }

@@ -12,6 +12,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
     domain::{Source, Sourced},
+    search::Oracle,
     sources::{ProbeResult, TableError, TableInfo, TableSource},
 };
 
@@ -69,5 +70,22 @@ impl Tablebases {
     /// Whether some source could in principle hold this position.
     pub fn within_piece_limit(&self, pos: &Chess) -> bool {
         pos.board().occupied().count() <= self.max_pieces()
+    }
+}
+
+/// The search asks the same policy: a broken table is "no answer", so the
+/// search goes on without it.
+impl Oracle for Tablebases {
+    fn max_pieces(&self) -> usize {
+        Tablebases::max_pieces(self)
+    }
+    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
+        Tablebases::wdl(self, pos).ok().flatten().map(|s| s.value)
+    }
+    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
+        Tablebases::dtz(self, pos).ok().flatten().map(|s| s.value)
+    }
+    fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
+        Tablebases::dtm_plies(self, pos).ok().flatten().map(|s| s.value)
     }
 }

@@ -113,3 +113,29 @@ fn mainline_reaches_mate_and_agrees_with_best_move() {
     assert_eq!(draw["mainline"].as_array().unwrap().len(), 0);
     println!("mainline: {} plies to mate", steps.len());
 }
+
+#[test]
+fn probe_answers_carry_mate_bounds() {
+    let Some(server) = TestServer::with_shared_tables() else { return };
+    // dtm50.md: a DTZ probe proves mate within 24 + 2 plies.
+    let a = probe(&server, "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1");
+    let bound = &a["mate_bound"];
+    assert_eq!(bound["derived_from"], "dtz", "{a}");
+    assert_eq!(bound["side"], "win");
+    assert!(bound["max_plies"].as_u64().unwrap() <= 26 && bound["min_plies"].as_u64().unwrap() >= 24, "{bound}");
+    // Every winning move's bound is a loss bound for the opponent.
+    for m in a["moves"].as_array().unwrap().iter().filter(|m| m["category"] == "loss") {
+        assert_eq!(m["mate_bound"]["side"], "loss", "{m}");
+    }
+    // dtm50.md: at clock 70 the rounded DTZ cannot be used.
+    let a = probe(&server, "7q/3N2k1/8/8/8/7Q/8/1K6 w - - 70 1");
+    assert!(a["mate_bound"].is_null(), "{a}");
+    assert_eq!(a["no_mate_bound"]["reason"], "unusable_at_clock");
+    // Draws have no bound, with the reason.
+    let a = probe(&server, "8/8/8/4k3/8/8/8/KB6 w - - 0 1");
+    assert_eq!(a["no_mate_bound"]["reason"], "draw");
+    // Gaviota's DTM makes the bound exact at clock 0 for short mates.
+    let a = probe(&server, "8/8/8/4k3/8/8/8/KR6 w - - 0 1");
+    assert_eq!(a["mate_bound"]["exact"], true, "{a}");
+    assert_eq!(a["mate_bound"]["max_plies"], a["dtm"]["plies"]);
+}

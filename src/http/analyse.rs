@@ -16,50 +16,27 @@ use axum::{
 };
 use serde::Deserialize;
 use shakmaty::Chess;
-use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
 use super::AppState;
 use crate::{
+    config::SearchConfig,
     error::ApiError,
     request::parse_fen,
-    search::{self, Limits, Oracle, SearchOptions, SearchResult},
-    tablebase::Tablebases,
+    search::{self, Limits, SearchOptions, SearchResult},
 };
 
-
-/// Server-wide search limits.
-#[derive(Debug, Clone)]
-pub struct AnalyseConfig {
-    pub max_movetime_ms: u64,
-    pub default_movetime_ms: u64,
-    pub max_concurrent_searches: usize,
-    pub hash_mb: usize,
-    pub threads_per_search: usize,
-}
-
-impl Default for AnalyseConfig {
-    fn default() -> Self {
-        AnalyseConfig {
-            max_movetime_ms: 10_000,
-            default_movetime_ms: 2_000,
-            max_concurrent_searches: 2,
-            hash_mb: 64,
-            threads_per_search: 1,
-        }
-    }
-}
 
 /// The search side of the server: its limits, its concurrency slots and its
 /// own thread pool (so searches never take the threads that answer probes).
 pub struct Searches {
-    config: AnalyseConfig,
+    config: SearchConfig,
     slots: Arc<Semaphore>,
     pool: rayon::ThreadPool,
 }
 
 impl Searches {
-    pub fn new(config: AnalyseConfig) -> Searches {
+    pub fn new(config: SearchConfig) -> Searches {
         let n = config.max_concurrent_searches.max(1);
         Searches {
             slots: Arc::new(Semaphore::new(n)),
@@ -79,20 +56,6 @@ impl Searches {
 
 /// The service's tables as the search sees them (probing policy of
 /// [`Tablebases`]; a broken table reads as "no answer", so search goes on).
-impl Oracle for Tablebases {
-    fn max_pieces(&self) -> usize {
-        Tablebases::max_pieces(self)
-    }
-    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
-        Tablebases::wdl(self, pos).ok().flatten().map(|s| s.value)
-    }
-    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
-        Tablebases::dtz(self, pos).ok().flatten().map(|s| s.value)
-    }
-    fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
-        Tablebases::dtm_plies(self, pos).ok().flatten().map(|s| s.value)
-    }
-}
 
 #[derive(Debug, Deserialize)]
 pub struct AnalyseQuery {
@@ -102,7 +65,7 @@ pub struct AnalyseQuery {
     depth: Option<u32>,
 }
 
-fn parse(cfg: &AnalyseConfig, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Result<(Chess, Limits), ApiError> {
+fn parse(cfg: &SearchConfig, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Result<(Chess, Limits), ApiError> {
     let Query(q) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
     let pos = parse_fen(q.fen.as_deref().ok_or(ApiError::MissingParameter("fen"))?)?;
     // Every search has a time budget, whatever the request asks.

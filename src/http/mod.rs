@@ -55,10 +55,10 @@ impl Shared {
         Arc::new(Shared {
             tablebases,
             probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
+            searches: analyse::Searches::new(config.search.clone()),
             config,
             cache,
             ready: AtomicBool::new(true),
-            searches: analyse::Searches::new(analyse::AnalyseConfig::default()),
         })
     }
 

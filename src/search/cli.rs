@@ -69,7 +69,10 @@ pub fn run_analyse_cli(
     };
     let result = analyse(&pos, oracle, &limits, &SearchOptions::default(), &cancel, &mut sink);
     let best = result.best_move.as_ref().map_or("(none)", |m| m.uci.as_str());
-    let _ = writeln!(out, "info string stop {:?}", result.stop);
+    if let Some(stop) = result.stop {
+        let reason = serde_json::to_value(stop).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default();
+        let _ = writeln!(out, "info string stop {reason}");
+    }
     let _ = writeln!(out, "bestmove {best}");
     Ok(result)
 }
