@@ -7,35 +7,18 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{AppState, Endpoint, json_bytes, to_json};
+use super::{AppState, Endpoint, FenQuery, answer_fen, json_bytes, to_json};
 use crate::{
     error::ApiError,
     probe::{self, MoveOrder},
-    request::{normalized_fen, parse_fen},
+    request::parse_fen,
 };
-
-#[derive(Debug, Deserialize)]
-pub struct FenQuery {
-    fen: Option<String>,
-}
-
-pub(super) fn fen_param(query: Result<Query<FenQuery>, QueryRejection>) -> Result<String, ApiError> {
-    let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
-    query.fen.ok_or(ApiError::MissingParameter("fen"))
-}
 
 pub async fn probe_get(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let pos = parse_fen(&fen_param(query)?)?;
-    let key = normalized_fen(&pos);
-    let bytes = state
-        .compute(Endpoint::Probe, Some(key), move |shared| {
-            Ok(to_json(&probe::probe(&shared.tablebases, &pos, MoveOrder::MateFirst)?))
-        })
-        .await?;
-    Ok(json_bytes(bytes))
+    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::MateFirst)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -80,14 +63,7 @@ pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let pos = parse_fen(&fen_param(query)?)?;
-    let key = normalized_fen(&pos);
-    let bytes = state
-        .compute(Endpoint::Mainline, Some(key), move |shared| {
-            Ok(to_json(&probe::mainline(&shared.tablebases, &pos, MoveOrder::MateFirst)?))
-        })
-        .await?;
-    Ok(json_bytes(bytes))
+    answer_fen(&state, query, Endpoint::Mainline, |tb, pos| probe::mainline(tb, pos, MoveOrder::MateFirst)).await
 }
 
 pub async fn tables(State(state): State<AppState>) -> Response {

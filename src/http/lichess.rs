@@ -10,12 +10,11 @@ use axum::{
 use serde::Serialize;
 use shakmaty::Role;
 
-use super::{AppState, Endpoint, api::{FenQuery, fen_param}, json_bytes, to_json};
+use super::{AppState, Endpoint, FenQuery, answer_fen};
 use crate::{
     domain::Category,
     error::ApiError,
     probe::{self, MoveInfo, MoveOrder, PositionInfo},
-    request::{normalized_fen, parse_fen},
 };
 
 #[derive(Serialize)]
@@ -157,27 +156,18 @@ fn standard_response(info: &PositionInfo, moves: &mut [MoveInfo]) -> StandardRes
     }
 }
 
-fn lichess_fen(query: Result<Query<FenQuery>, QueryRejection>) -> Result<shakmaty::Chess, ApiError> {
-    parse_fen(&fen_param(query)?)
-}
-
 pub async fn standard(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let pos = lichess_fen(query)?;
-    let key = normalized_fen(&pos);
-    let bytes = state
-        .compute(Endpoint::Standard, Some(key), move |shared| {
-            let tb = &shared.tablebases;
-            probe::check_coverage(tb, &pos)?;
-            // Like lichess, missing tables give `unknown` values, not an error.
-            let info = probe::position_info(tb, &pos);
-            let mut moves = probe::move_infos(tb, &pos, MoveOrder::ZeroingFirst);
-            Ok(to_json(&standard_response(&info, &mut moves)))
-        })
-        .await?;
-    Ok(json_bytes(bytes))
+    answer_fen(&state, query, Endpoint::Standard, |tb, pos| {
+        probe::check_coverage(tb, pos)?;
+        // Like lichess, missing tables give `unknown` values, not an error.
+        let info = probe::position_info(tb, pos);
+        let mut moves = probe::move_infos(tb, pos, MoveOrder::ZeroingFirst);
+        Ok(standard_response(&info, &mut moves))
+    })
+    .await
 }
 
 #[derive(Serialize)]
@@ -200,12 +190,9 @@ pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let pos = lichess_fen(query)?;
-    let key = normalized_fen(&pos);
-    let bytes = state
-        .compute(Endpoint::StandardMainline, Some(key), move |shared| {
-            let line = probe::mainline(&shared.tablebases, &pos, MoveOrder::ZeroingFirst)?;
-            Ok(to_json(&MainlineResponse {
+    answer_fen(&state, query, Endpoint::StandardMainline, |tb, pos| {
+        let line = probe::mainline(tb, pos, MoveOrder::ZeroingFirst)?;
+        Ok(MainlineResponse {
                 dtz: line.dtz50.map(|d| d.plies),
                 precise_dtz: line.dtz50.filter(|d| d.is_exact()).map(|d| d.plies),
                 mainline: line
@@ -219,8 +206,7 @@ pub async fn mainline(
                     })
                     .collect(),
                 winner: line.winner,
-            }))
-        })
-        .await?;
-    Ok(json_bytes(bytes))
+            })
+    })
+    .await
 }

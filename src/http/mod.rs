@@ -25,7 +25,15 @@ use axum::{
 use tokio::sync::Semaphore;
 use tower_http::{cors::CorsLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
 
-use crate::{config::Config, error::ApiError, tablebase::Tablebases};
+use axum::extract::{Query, rejection::QueryRejection};
+use shakmaty::Chess;
+
+use crate::{
+    config::Config,
+    error::ApiError,
+    request::{normalized_fen, parse_fen},
+    tablebase::Tablebases,
+};
 
 /// Everything the handlers share, loaded once.
 pub struct Shared {
@@ -131,6 +139,31 @@ impl IntoResponse for ApiError {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
         (status, Json(self.body())).into_response()
     }
+}
+
+/// `?fen=...`
+#[derive(Debug, serde::Deserialize)]
+pub struct FenQuery {
+    fen: Option<String>,
+}
+
+pub(crate) fn fen_param(query: Result<Query<FenQuery>, QueryRejection>) -> Result<String, ApiError> {
+    let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
+    query.fen.ok_or(ApiError::MissingParameter("fen"))
+}
+
+/// Answers a `?fen=` request: parses the FEN, then computes the JSON for the
+/// position (or takes it from the cache, keyed by the normalized FEN).
+async fn answer_fen<T: serde::Serialize>(
+    state: &AppState,
+    query: Result<Query<FenQuery>, QueryRejection>,
+    endpoint: Endpoint,
+    work: impl FnOnce(&Tablebases, &Chess) -> Result<T, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
+    let pos = parse_fen(&fen_param(query)?)?;
+    let key = normalized_fen(&pos);
+    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(to_json(&work(&shared.tablebases, &pos)?))).await?;
+    Ok(json_bytes(bytes))
 }
 
 /// A body that is already JSON.

@@ -13,9 +13,9 @@ use std::{
 
 use gaviota_sys as gtb;
 use shakmaty::{Chess, Color, EnPassantMode, Position, Role};
-use tracing::{info, warn};
+use tracing::info;
 
-use super::{ProbeResult, TableInfo, TableKind, TableSource};
+use super::{ProbeResult, TableInfo, TableKind, TableSource, list_dir};
 use crate::domain::Source;
 
 /// The library's global state: which paths it was initialised with.
@@ -45,17 +45,8 @@ impl GaviotaSource {
         let mut tables = Vec::new();
         let mut usable_dirs = Vec::new();
         for dir in dirs {
-            let entries = match fs::read_dir(dir) {
-                Ok(entries) => entries,
-                Err(err) => {
-                    warn!(dir = %dir.display(), %err, "gaviota directory not readable");
-                    continue;
-                }
-            };
             let mut found = 0;
-            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            paths.sort();
-            for path in paths {
+            for path in list_dir(dir, Source::Gaviota) {
                 let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
                 let Some(stem) = name.strip_suffix(".gtb.cp4") else { continue };
                 let mut problems = Vec::new();

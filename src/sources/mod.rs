@@ -8,6 +8,8 @@ pub mod builtin;
 pub mod gaviota;
 pub mod syzygy;
 
+use std::path::{Path, PathBuf};
+
 use serde::Serialize;
 use shakmaty::Chess;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
@@ -79,4 +81,20 @@ pub trait TableSource: Send + Sync {
 
     /// The tables of this source, for `/api/v1/tables`.
     fn tables(&self) -> Vec<TableInfo>;
+}
+
+/// The entries of a table directory, sorted. A missing or unreadable
+/// directory is logged and yields nothing: it never stops the service.
+fn list_dir(dir: &Path, source: Source) -> Vec<PathBuf> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            paths.sort();
+            paths
+        }
+        Err(err) => {
+            tracing::warn!(dir = %dir.display(), %err, source = source.as_str(), "table directory not readable");
+            Vec::new()
+        }
+    }
 }

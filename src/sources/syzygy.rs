@@ -10,7 +10,7 @@ use shakmaty::{Chess, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Metric, SyzygyError, Tablebase, Wdl};
 use tracing::{info, warn};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource};
+use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
 use crate::domain::Source;
 
 const WDL_MAGIC: [u8; 4] = [0x71, 0xe8, 0x23, 0x5d];
@@ -32,17 +32,8 @@ impl SyzygySource {
         let mut tablebase = unsafe { Tablebase::with_mmap_filesystem() };
         let mut tables = Vec::new();
         for dir in dirs {
-            let entries = match fs::read_dir(dir) {
-                Ok(entries) => entries,
-                Err(err) => {
-                    warn!(dir = %dir.display(), %err, "syzygy directory not readable");
-                    continue;
-                }
-            };
-            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            paths.sort();
             let mut added = 0;
-            for path in paths {
+            for path in list_dir(dir, Source::Syzygy) {
                 let Some(kind) = table_kind(&path) else { continue };
                 let mut info = describe(&path, kind);
                 if info.problems.is_empty() {
