@@ -18,7 +18,7 @@ use std::{
 };
 
 use rayon::prelude::*;
-use shakmaty::{Board, CastlingMode, Chess, Color, Piece, Position, PositionError, Setup, Square};
+use shakmaty::{Board, CastlingMode, Chess, FromSetup, Color, Piece, Position, PositionError, Setup, Square};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
 use tbserver::builtin::{
     Material, Store, all_materials,
@@ -29,12 +29,19 @@ use tbserver::builtin::{
 fn store() -> &'static Store {
     static STORE: OnceLock<Store> = OnceLock::new();
     STORE.get_or_init(|| {
-        let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables");
+        let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
         let store = Store::new(dir, true);
-        let s = tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate");
+        let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
         eprintln!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
         store
     })
+}
+
+/// 4, or less with `TBSERVER_BUILTIN_TEST_PIECES` for a quick run.
+fn max_pieces() -> usize {
+    std::env::var("TBSERVER_BUILTIN_TEST_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(4)
 }
 
 fn chess(l: &Layout, p: &Pos) -> Chess {
@@ -101,7 +108,7 @@ fn wdl_and_dtz_equal_syzygy() {
     let (mut total, mut total_rounded) = (0, 0);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
-    for m in all_materials(4) {
+    for m in all_materials(max_pieces()) {
         let rounded = AtomicU64::new(0);
         let n = for_each_position(&m, |pos, dtz, _| {
             if pos.is_checkmate() || pos.is_stalemate() {
@@ -110,11 +117,11 @@ fn wdl_and_dtz_equal_syzygy() {
                 let expect = if pos.is_checkmate() { value::loss(0) } else { value::DRAW };
                 if dtz != expect {
                     bad.fetch_add(1, Ordering::Relaxed);
-                    failures.add(format!("{}: terminal stored as {dtz}", shakmaty::fen::Epd::from_position(pos.clone(), shakmaty::EnPassantMode::Legal)));
+                    failures.add(format!("{}: terminal stored as {dtz}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
                 }
                 return;
             }
-            let fen = || shakmaty::fen::Epd::from_position(pos.clone(), shakmaty::EnPassantMode::Legal).to_string();
+            let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
             let wdl = tb.probe_wdl_after_zeroing(pos).expect("syzygy wdl");
             let ours = value::signed_plies(dtz);
             if wdl != wdl_of(dtz) {
@@ -210,7 +217,7 @@ fn dtm_equals_gaviota_for_three_pieces() {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!(
                     "{}: dtm gaviota {theirs} builtin {ours}",
-                    shakmaty::fen::Epd::from_position(pos.clone(), shakmaty::EnPassantMode::Legal)
+                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)
                 ));
             }
         });
@@ -229,7 +236,7 @@ fn every_value_is_consistent_with_its_successors() {
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     let mut total = 0;
-    for m in all_materials(4) {
+    for m in all_materials(max_pieces()) {
         let n = for_each_position(&m, |pos, dtz, dtm| {
             let moves = pos.legal_moves();
             let (mut ez, mut em) = (value::UNKNOWN, value::UNKNOWN);
@@ -255,7 +262,7 @@ fn every_value_is_consistent_with_its_successors() {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!(
                     "{}: stored dtz {} dtm {}, successors say dtz {} dtm {}",
-                    shakmaty::fen::Epd::from_position(pos.clone(), shakmaty::EnPassantMode::Legal),
+                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal),
                     value::signed_plies(dtz),
                     value::signed_plies(dtm),
                     value::signed_plies(ez),
@@ -278,10 +285,13 @@ fn dtz_equals_dtm_where_only_mate_zeroes() {
     let bad = AtomicU64::new(0);
     for name in ["KQvK", "KRvK", "KBNvK", "KBBvK", "KNNvK"] {
         let m = Material::parse(name).unwrap();
+        if m.pieces() > max_pieces() {
+            continue;
+        }
         let n = for_each_position(&m, |pos, dtz, dtm| {
             if dtz != dtm {
                 bad.fetch_add(1, Ordering::Relaxed);
-                failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos.clone(), shakmaty::EnPassantMode::Legal)));
+                failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
             }
         });
         println!("{name:<8} {n:>9} positions with DTZ == DTM");
