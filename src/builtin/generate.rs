@@ -118,9 +118,10 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
     }
 }
 
-/// Calls `f` with every legal position that reaches `r` by a non-zeroing
-/// move (a non-pawn piece of the side that just moved steps back to an empty
-/// square). The predecessor has the other side to move.
+/// Calls `f` with every position that reaches `r` by a non-zeroing move (a
+/// non-pawn piece of the side that just moved steps back to an empty square).
+/// The predecessor has the other side to move. It may be illegal (the side
+/// to move in `r` in check): callers test that last, as it is the costly part.
 pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
     let mover = !r.turn;
     let occ = l.occupied(&r.sq);
@@ -133,9 +134,7 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
         for t in attacks::attacks(from, Piece { color: c, role }, occ) & !occ {
             let mut q = r.sq;
             q[i] = t as u8;
-            if !l.in_check(&q, r.turn) {
-                f(q);
-            }
+            f(q);
         }
     }
 }
@@ -162,7 +161,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
     let mut exit_dtm = vec![UNKNOWN; l.size];
     for members in layers.iter().rev() {
         for &idx in members {
-            let p = l.decode(idx).expect("member is legal");
+            let p = l.unchecked_pos(idx);
             let mut weight = 0u32;
             let mut any = false;
             let (mut bz, mut bm) = (UNKNOWN, UNKNOWN);
@@ -303,13 +302,13 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
                 }
                 values[i] = v;
             }
-            let r = l.decode(i as u32).expect("decided position is legal");
+            let r = l.unchecked_pos(i as u32);
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();
             for_each_unmove(l, &r, |q| {
                 let qi = l.index(&Pos { sq: q, turn: !r.turn }) as usize;
-                if values[qi] != UNKNOWN {
+                if values[qi] != UNKNOWN || l.in_check(&q, r.turn) {
                     return;
                 }
                 if lost {

@@ -170,6 +170,24 @@ impl Layout {
     /// The position stored at `idx` if `idx` is the index of a legal position
     /// (men on distinct squares, side not to move not in check).
     pub fn decode(&self, idx: u32) -> Option<Pos> {
+        let pos = self.unchecked_pos(idx);
+        let sq = pos.sq;
+        for i in 0..self.n {
+            for j in 0..i {
+                if sq[i] == sq[j] {
+                    return None;
+                }
+            }
+        }
+        if self.index(&pos) != idx || self.in_check(&pos.sq, !pos.turn) {
+            return None;
+        }
+        Some(pos)
+    }
+
+    /// The squares an index stands for, without any check.
+    #[inline]
+    pub fn unchecked_pos(&self, idx: u32) -> Pos {
         let mut rest = idx;
         let mut sq = [NONE; 4];
         for i in (0..self.n).rev() {
@@ -184,18 +202,7 @@ impl Layout {
             };
         }
         let turn = if rest == 0 { Color::White } else { Color::Black };
-        for i in 0..self.n {
-            for j in 0..i {
-                if sq[i] == sq[j] {
-                    return None;
-                }
-            }
-        }
-        let pos = Pos { sq, turn };
-        if self.index(&pos) != idx || self.in_check(&pos.sq, !turn) {
-            return None;
-        }
-        Some(pos)
+        Pos { sq, turn }
     }
 
     #[inline]

@@ -256,3 +256,37 @@ impl Store {
         Ok(Some((dtz, dtm)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn corrupt_file_is_regenerated_and_good_file_is_mapped() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-test-{}", std::process::id()));
+        let krk = Material::parse("KRvK").unwrap();
+        let first = Store::new(&dir, true).table(&krk).unwrap();
+        assert!(first.generated_secs.is_some());
+        let path = first.path.clone().unwrap();
+        // A second store maps the cached file.
+        let again = Store::new(&dir, true).table(&krk).unwrap();
+        assert!(again.generated_secs.is_none());
+        // A flipped payload byte fails the checksum: regenerated.
+        let mut bytes = fs::read(&path).unwrap();
+        bytes[format::HEADER_LEN + 1000] ^= 1;
+        fs::write(&path, &bytes).unwrap();
+        assert!(Store::new(&dir, false).table(&krk).is_err());
+        let fixed = Store::new(&dir, true).table(&krk).unwrap();
+        assert!(fixed.generated_secs.is_some());
+        // KRvK: Kb6, Rh1 against Ka8: Rh8 mates in 1.
+        let b = Board {
+            men: [(Color::White, Role::King, 41), (Color::Black, Role::King, 56), (Color::White, Role::Rook, 7)]
+                .into_iter()
+                .collect(),
+            turn: Color::White,
+        };
+        let s = Store::new(&dir, false);
+        assert_eq!(s.lookup(&b).unwrap(), (super::super::value::win(1), super::super::value::win(1)));
+        let _ = fs::remove_dir_all(&dir);
+    }
+}
