@@ -33,8 +33,10 @@ fn store() -> &'static Store {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
         let store = Store::new(dir, true);
-        let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
-        eprintln!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+        if std::env::var_os("TBSERVER_BUILTIN_TEST_ONLY").is_none() {
+            let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
+            eprintln!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+        }
         store
     })
 }
@@ -42,6 +44,16 @@ fn store() -> &'static Store {
 /// 4, or less with `TBSERVER_BUILTIN_TEST_PIECES` for a quick run.
 fn max_pieces() -> usize {
     std::env::var("TBSERVER_BUILTIN_TEST_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(4)
+}
+
+/// The tables to check: all, or those named in `TBSERVER_BUILTIN_TEST_ONLY`
+/// (comma-separated, e.g. `KQvKR,KPvKP`) for a quick run.
+fn materials(max: usize) -> Vec<Material> {
+    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
+    all_materials(max.min(max_pieces()))
+        .into_iter()
+        .filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name()))
+        .collect()
 }
 
 fn chess(l: &Layout, p: &Pos) -> Chess {
@@ -108,7 +120,7 @@ fn wdl_and_dtz_equal_syzygy() {
     let (mut total, mut total_rounded) = (0, 0);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
-    for m in all_materials(max_pieces()) {
+    for m in materials(4) {
         let rounded = AtomicU64::new(0);
         let n = for_each_position(&m, |pos, dtz, _| {
             if pos.is_checkmate() || pos.is_stalemate() {
@@ -171,7 +183,7 @@ fn dtm_equals_gaviota_for_three_pieces() {
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     let mut total = 0;
-    for m in all_materials(3) {
+    for m in materials(3) {
         let n = for_each_position(&m, |pos, _, dtm| {
             let mut ws = vec![];
             let mut bs = vec![];
@@ -236,7 +248,7 @@ fn every_value_is_consistent_with_its_successors() {
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     let mut total = 0;
-    for m in all_materials(max_pieces()) {
+    for m in materials(4) {
         let n = for_each_position(&m, |pos, dtz, dtm| {
             let moves = pos.legal_moves();
             let (mut ez, mut em) = (value::UNKNOWN, value::UNKNOWN);
@@ -285,7 +297,7 @@ fn dtz_equals_dtm_where_only_mate_zeroes() {
     let bad = AtomicU64::new(0);
     for name in ["KQvK", "KRvK", "KBNvK", "KBBvK", "KNNvK"] {
         let m = Material::parse(name).unwrap();
-        if m.pieces() > max_pieces() {
+        if !materials(4).contains(&m) {
             continue;
         }
         let n = for_each_position(&m, |pos, dtz, dtm| {
