@@ -63,6 +63,10 @@ pub struct Layout {
     pub identical: bool,
     /// Size of each man's index digit.
     radix: Vec<u32>,
+    /// Index weight of each man's digit (0 for absent men).
+    stride: [u32; 4],
+    /// Digit offset of each man: 8 for pawns (ranks 2–7 only), else 0.
+    offset: [u8; 4],
     /// Positions per side to move.
     pub per_side: usize,
     pub size: usize,
@@ -91,25 +95,26 @@ impl Layout {
             })
             .collect();
         let per_side = radix.iter().map(|&r| r as usize).product();
-        Layout { material: material.clone(), men, n, pawns, identical, radix, per_side, size: 2 * per_side }
-    }
-
-    #[inline]
-    fn digit(&self, i: usize, sq: u8) -> u32 {
-        if i == 0 {
-            if self.pawns { ((sq >> 3) * 4 + (sq & 7)) as u32 } else { TRIANGLE[sq as usize] as u32 }
-        } else if self.men[i].1 == Role::Pawn {
-            sq as u32 - 8
-        } else {
-            sq as u32
+        let mut stride = [0u32; 4];
+        let mut offset = [0u8; 4];
+        let mut w = 1;
+        for i in (0..n).rev() {
+            stride[i] = w;
+            w *= radix[i];
+            offset[i] = if i > 0 && men[i].1 == Role::Pawn { 8 } else { 0 };
         }
+        Layout { material: material.clone(), men, n, pawns, identical, radix, stride, offset, per_side, size: 2 * per_side }
     }
 
     #[inline]
     fn raw_index(&self, sq: &[u8; 4], turn: Color) -> u32 {
-        let mut idx = turn.fold_wb(0u32, 1u32);
-        for i in 0..self.n {
-            idx = idx * self.radix[i] + self.digit(i, sq[i]);
+        let wk = sq[0];
+        let king_digit =
+            if self.pawns { ((wk >> 3) * 4 + (wk & 7)) as u32 } else { TRIANGLE[wk as usize] as u32 };
+        let mut idx = turn.fold_wb(0, self.per_side as u32) + king_digit * self.stride[0];
+        for i in 1..4 {
+            // Absent men have stride 0; wrapping keeps their garbage harmless.
+            idx = idx.wrapping_add((sq[i].wrapping_sub(self.offset[i]) as u32).wrapping_mul(self.stride[i]));
         }
         idx
     }
