@@ -292,16 +292,23 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
     }
     let mut n = 0;
     while n < buckets.len() {
-        let bucket = std::mem::take(&mut buckets[n]);
+        let mut bucket = std::mem::take(&mut buckets[n]);
         let next = n + 1;
+        // Store every value decided at n before propagating any of them, or
+        // a win at n + 1 found here could shadow an exit win at n.
+        bucket.retain(|&(e, v)| {
+            let i = (e & !STORED) as usize;
+            if e & STORED != 0 {
+                return true;
+            }
+            if values[i] != UNKNOWN {
+                return false;
+            }
+            values[i] = v;
+            true
+        });
         for (e, v) in bucket {
             let i = (e & !STORED) as usize;
-            if e & STORED == 0 {
-                if values[i] != UNKNOWN {
-                    continue;
-                }
-                values[i] = v;
-            }
             let r = l.unchecked_pos(i as u32);
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
