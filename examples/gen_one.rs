@@ -20,5 +20,18 @@ fn main() {
         std::hint::black_box(generate(&layout, &|b| store.lookup(b)).expect("generate"));
     }
     let secs = start.elapsed().as_secs_f64() / runs as f64;
-    println!("{}: {} legal positions, {:.1} ms per generation", material.name(), warm.legal_positions, secs * 1e3);
+    // Baseline in the same run (the machine is shared): shakmaty perft 5.
+    let start = Instant::now();
+    for _ in 0..runs {
+        std::hint::black_box(shakmaty::perft(&shakmaty::Chess::default(), 5));
+    }
+    let base = start.elapsed().as_secs_f64() / runs as f64;
+    println!(
+        "{}: {} legal positions, {:.1} ms per generation; baseline perft(5) {:.1} ms; ratio {:.2}",
+        material.name(),
+        warm.legal_positions,
+        secs * 1e3,
+        base * 1e3,
+        secs / base
+    );
 }

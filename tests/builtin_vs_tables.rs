@@ -112,17 +112,46 @@ impl Failures {
     }
 }
 
+/// Syzygy may store a loss exactly (in plies) while the successor that
+/// decides it is stored rounded (in moves): its generator then counts the
+/// successor as the shorter of the two possible distances. True when Syzygy's
+/// `dtz` is what its own (ignoring rounding) successor values give and the
+/// longest-resisting successor is a rounded one.
+fn loss_from_rounded_successor(tb: &Tablebase<Chess>, pos: &Chess, dtz: i32) -> bool {
+    let mut longest = 1;
+    let mut via_rounded = false;
+    for m in pos.legal_moves() {
+        if m.is_zeroing() {
+            continue;
+        }
+        let mut child = pos.clone();
+        child.play_unchecked(m);
+        let (d, r) = match tb.probe_dtz(&child).unwrap() {
+            MaybeRounded::Precise(Dtz(d)) => (d, false),
+            MaybeRounded::Rounded(Dtz(d)) => (d, true),
+        };
+        if d + 1 > longest {
+            longest = d + 1;
+            via_rounded = r;
+        } else if d + 1 == longest {
+            via_rounded |= r;
+        }
+    }
+    longest == -dtz && via_rounded
+}
+
 #[test]
 fn wdl_and_dtz_equal_syzygy() {
     let Some(dir) = common::syzygy_dir() else { return };
     let mut tb = Tablebase::<Chess>::new();
     tb.add_directory(&dir).expect("syzygy directory");
-    let (mut total, mut total_rounded) = (0, 0);
+    let (mut total, mut total_rounded, mut total_explained) = (0, 0, 0);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     // Tables with pawns first: promotions, en passant and cursed results live there.
     for m in materials(4).into_iter().rev() {
         let rounded = AtomicU64::new(0);
+        let explained = AtomicU64::new(0);
         let bad_before = bad.load(Ordering::Relaxed);
         let n = for_each_position(&m, |pos, dtz, _| {
             if pos.is_checkmate() || pos.is_stalemate() {
@@ -145,7 +174,11 @@ fn wdl_and_dtz_equal_syzygy() {
             }
             match tb.probe_dtz(pos).expect("syzygy dtz") {
                 MaybeRounded::Precise(Dtz(d)) => {
-                    if d != ours {
+                    if d != ours && d < 0 && ours == d - 1 && loss_from_rounded_successor(&tb, pos, d) {
+                        // Syzygy's loss value was computed from a successor it
+                        // stores rounded (in moves); ours is one ply longer.
+                        explained.fetch_add(1, Ordering::Relaxed);
+                    } else if d != ours {
                         bad.fetch_add(1, Ordering::Relaxed);
                         failures.add(format!("{}: dtz syzygy {d} builtin {ours}", fen()));
                     }
@@ -161,11 +194,19 @@ fn wdl_and_dtz_equal_syzygy() {
         });
         let r = rounded.into_inner();
         let bad_here = bad.load(Ordering::Relaxed) - bad_before;
-        println!("{:<8} {n:>9} positions vs Syzygy ({r} with rounded DTZ), {bad_here} mismatches", m.name());
+        let e = explained.into_inner();
+        println!(
+            "{:<8} {n:>9} positions vs Syzygy ({r} with rounded DTZ, {e} losses one ply longer than Syzygy's \
+             via a rounded successor), {bad_here} mismatches",
+            m.name()
+        );
+        total_explained += e;
         total += n;
         total_rounded += r;
     }
-    println!("total    {total:>9} positions vs Syzygy ({total_rounded} with rounded DTZ)");
+    println!(
+        "total    {total:>9} positions vs Syzygy ({total_rounded} with rounded DTZ, {total_explained} losses explained by a rounded successor)"
+    );
     failures.check(bad.into_inner());
 }
 

@@ -52,6 +52,15 @@ fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usize, Role)>)
     Board { men, turn }
 }
 
+/// `sq` with man `i` on `to`, built in a register: writing one byte into the
+/// array and reading it back whole stalls store forwarding in the hot loops.
+#[inline]
+fn with_square(sq: [u8; 4], i: usize, to: u8) -> [u8; 4] {
+    let shift = 8 * i as u32;
+    let packed = u32::from_le_bytes(sq) & !(0xff << shift) | (to as u32) << shift;
+    packed.to_le_bytes()
+}
+
 /// Calls `f` for every legal move of `p` (a legal position of layout `l`).
 /// En passant is not generated: table positions carry no en-passant rights.
 pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
@@ -66,8 +75,7 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
     let theirs = occ & !ours;
     let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
     let emit = |i: usize, to: u8, f: &mut dyn FnMut(Succ), double: bool| {
-        let mut child = p.sq;
-        child[i] = to;
+        let mut child = with_square(p.sq, i, to);
         let captured = theirs.contains(Square::new(to as u32)).then(|| man_at(to));
         if let Some(j) = captured {
             child[j] = NONE;
@@ -132,9 +140,7 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
         }
         let from = Square::new(r.sq[i] as u32);
         for t in attacks::attacks(from, Piece { color: c, role }, occ) & !occ {
-            let mut q = r.sq;
-            q[i] = t as u8;
-            f(q);
+            f(with_square(r.sq, i, t as u8));
         }
     }
 }
