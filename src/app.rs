@@ -4,7 +4,8 @@ use std::sync::Arc;
 
 use crate::{
     config::Config,
-    sources::{TableSource, gaviota::GaviotaSource, syzygy::SyzygySource},
+    config::BuiltinMode,
+    sources::{TableSource, builtin::BuiltinSource, gaviota::GaviotaSource, syzygy::SyzygySource},
     tablebase::Tablebases,
 };
 
@@ -17,6 +18,9 @@ pub fn open_tablebases(config: &Config) -> Tablebases {
     }
     if !config.gaviota.is_empty() {
         sources.push(Arc::new(GaviotaSource::open(&config.gaviota, config.gaviota_cache_mib << 20)));
+    }
+    if config.builtin.mode != BuiltinMode::Off {
+        sources.push(Arc::new(BuiltinSource::new(&config.builtin)));
     }
     Tablebases::new(sources)
 }

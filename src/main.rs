@@ -1,4 +1,4 @@
-//! The `tbserver` command: `serve` (default) and `probe`.
+//! The `tbserver` command: `serve` (default), `probe`, `analyse`, `generate`.
 
 use std::{path::PathBuf, process::ExitCode, sync::Arc};
 
@@ -29,6 +29,16 @@ enum Command {
         tables: TableArgs,
         /// The position (underscores may stand for spaces).
         fen: String,
+    },
+    /// Generate the built-in tables (retrograde analysis) into a directory,
+    /// where `serve` memory-maps them (`builtin.dir`).
+    Generate {
+        /// Largest number of pieces, kings included (3 or 4).
+        #[arg(long, default_value_t = 4)]
+        pieces: usize,
+        /// Output directory [default: the configured builtin.dir, `tbcache`].
+        #[arg(long, value_name = "DIR")]
+        out: Option<PathBuf>,
     },
     /// Search for the fastest mate the 50-move rule allows (DTM50-style);
     /// prints UCI-style `info` lines and `bestmove`.
@@ -107,6 +117,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
+        Some(Command::Generate { pieces, out }) => generate(pieces, out),
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
     };
     match result {
@@ -156,4 +167,11 @@ fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, 
     let fen = fen.replace('_', " ");
     tbserver::search::run_analyse_cli(&fen, &tablebases, movetime_ms, depth, &mut std::io::stdout())?;
     Ok(())
+}
+
+fn generate(pieces: usize, out: Option<PathBuf>) -> Result<(), String> {
+    let config = load_config(&TableArgs::default())?;
+    init_logging(LogFormat::Human);
+    let out = out.unwrap_or(config.builtin.dir);
+    tbserver::builtin::run_generate(pieces, &out).map(drop).map_err(|e| e.to_string())
 }

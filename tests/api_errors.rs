@@ -87,3 +87,25 @@ fn broken_table_fails_cleanly() {
     assert_eq!(bad[0]["name"], "KBvK.rtbw");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// With no table directory at all, built-in tables answer every position of
+/// up to 4 pieces and say so; 5 pieces are out of reach.
+#[test]
+fn builtin_tables_alone_answer_four_pieces() {
+    let dir = std::env::temp_dir().join(format!("tbserver-builtin-api-{}", std::process::id()));
+    let mut config = tbserver::config::Config::default();
+    config.builtin.dir = dir.clone();
+    config.cache_entries = 0;
+    let server = TestServer::start(config);
+    // KRvK and KPvK: small enough to generate on first use in a test.
+    let (status, a) = server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1")));
+    assert_eq!(status, 200, "{a}");
+    assert_eq!((a["sources"]["wdl50"].as_str(), a["sources"]["dtz50"].as_str(), a["sources"]["dtm"].as_str()), (Some("builtin"), Some("builtin"), Some("builtin")));
+    assert_eq!(a["dtz50"]["rounding"], "exact");
+    assert_eq!(a["dtm"]["plies"], 29);
+    let (status, a) = server.get(&format!("/api/v1/probe?fen={}", enc("8/3KP3/8/8/8/8/8/k7 w - - 0 1")));
+    assert_eq!(status, 200, "{a}");
+    assert_eq!(a["category"], "win");
+    assert_error(server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KRR1N3 w - - 0 1"))), 422, "too_many_pieces");
+    std::fs::remove_dir_all(&dir).ok();
+}

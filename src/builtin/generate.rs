@@ -1,0 +1,361 @@
+//! Retrograde analysis of one table.
+//!
+//! Moves that leave the current *layer* (captures and promotions, which change
+//! the material, and pawn moves, which change the pawn progress) are resolved
+//! up front from tables or layers already generated. What remains is a game on
+//! the layer's positions with non-zeroing moves only, solved backwards ply by
+//! ply from the mates and the exits: a position is won at n+1 plies as soon as
+//! one move reaches a position lost at n; it is lost once all its moves are
+//! known to reach won positions (a counter per position), at the largest
+//! distance among them. DTZ50'' and DTM are the same game with different exit
+//! values: DTZ restarts the count at each zeroing move, DTM keeps counting.
+
+use arrayvec::ArrayVec;
+use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
+
+use super::index::{Layout, NONE, Pos};
+use super::value::{self, DRAW, UNKNOWN};
+
+/// Any position with at most 4 men, used to look up other tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Board {
+    pub men: ArrayVec<(Color, Role, u8), 4>,
+    pub turn: Color,
+}
+
+/// A legal move's result, by how it is evaluated.
+pub enum Succ {
+    /// Same layer: a non-zeroing move.
+    Quiet([u8; 4]),
+    /// Same table, later layer: a pawn move without capture or promotion.
+    Push { sq: [u8; 4], double: bool },
+    /// Another table: a capture or a promotion.
+    Exit(Board),
+}
+
+/// Values of a position of another table (or a later layer): (DTZ50'', DTM).
+pub type Lookup<'a> = dyn Fn(&Board) -> Result<(u16, u16), String> + Sync + 'a;
+
+fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usize, Role)>) -> Board {
+    let mut men = ArrayVec::new();
+    for i in 0..l.n {
+        if sq[i] != NONE {
+            let (c, mut role) = l.men[i];
+            if let Some((j, r)) = promoted {
+                if j == i {
+                    role = r;
+                }
+            }
+            men.push((c, role, sq[i]));
+        }
+    }
+    Board { men, turn }
+}
+
+/// `sq` with man `i` on `to`, built in a register: writing one byte into the
+/// array and reading it back whole stalls store forwarding in the hot loops.
+#[inline]
+fn with_square(sq: [u8; 4], i: usize, to: u8) -> [u8; 4] {
+    let shift = 8 * i as u32;
+    let packed = u32::from_le_bytes(sq) & !(0xff << shift) | (to as u32) << shift;
+    packed.to_le_bytes()
+}
+
+/// Calls `f` for every legal move of `p` (a legal position of layout `l`).
+/// En passant is not generated: table positions carry no en-passant rights.
+pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
+    let us = p.turn;
+    let occ = l.occupied(&p.sq);
+    let mut ours = Bitboard::EMPTY;
+    for i in 0..l.n {
+        if l.men[i].0 == us {
+            ours.add(Square::new(p.sq[i] as u32));
+        }
+    }
+    let theirs = occ & !ours;
+    let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
+    let emit = |i: usize, to: u8, f: &mut dyn FnMut(Succ), double: bool| {
+        let mut child = with_square(p.sq, i, to);
+        let captured = theirs.contains(Square::new(to as u32)).then(|| man_at(to));
+        if let Some(j) = captured {
+            child[j] = NONE;
+        }
+        if l.in_check(&child, us) {
+            return;
+        }
+        let role = l.men[i].1;
+        if role == Role::Pawn && (to >> 3 == 7 || to >> 3 == 0) {
+            for promo in [Role::Queen, Role::Rook, Role::Bishop, Role::Knight] {
+                f(Succ::Exit(board(l, &child, !us, Some((i, promo)))));
+            }
+        } else if captured.is_some() {
+            f(Succ::Exit(board(l, &child, !us, None)));
+        } else if role == Role::Pawn {
+            f(Succ::Push { sq: child, double });
+        } else {
+            f(Succ::Quiet(child));
+        }
+    };
+    for i in 0..l.n {
+        let (c, role) = l.men[i];
+        if c != us {
+            continue;
+        }
+        let from = p.sq[i];
+        let from_sq = Square::new(from as u32);
+        if role == Role::Pawn {
+            let fwd: i32 = us.fold_wb(8, -8);
+            let to = (from as i32 + fwd) as u8;
+            if !occ.contains(Square::new(to as u32)) {
+                emit(i, to, &mut f, false);
+                if from >> 3 == us.fold_wb(1, 6) {
+                    let to2 = (to as i32 + fwd) as u8;
+                    if !occ.contains(Square::new(to2 as u32)) {
+                        emit(i, to2, &mut f, true);
+                    }
+                }
+            }
+            for t in attacks::pawn_attacks(us, from_sq) & theirs {
+                emit(i, t as u8, &mut f, false);
+            }
+        } else {
+            for t in attacks::attacks(from_sq, Piece { color: c, role }, occ) & !ours {
+                emit(i, t as u8, &mut f, false);
+            }
+        }
+    }
+}
+
+/// Calls `f` with every position that reaches `r` by a non-zeroing move (a
+/// non-pawn piece of the side that just moved steps back to an empty square).
+/// The predecessor has the other side to move. It may be illegal (the side
+/// to move in `r` in check): callers test that last, as it is the costly part.
+pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
+    let mover = !r.turn;
+    let occ = l.occupied(&r.sq);
+    for i in 0..l.n {
+        let (c, role) = l.men[i];
+        if c != mover || role == Role::Pawn {
+            continue;
+        }
+        let from = Square::new(r.sq[i] as u32);
+        for t in attacks::attacks(from, Piece { color: c, role }, occ) & !occ {
+            f(with_square(r.sq, i, t as u8));
+        }
+    }
+}
+
+/// Generated values of a table, by index: (DTZ50'', DTM).
+pub struct Generated {
+    pub dtz: Vec<u16>,
+    pub dtm: Vec<u16>,
+    pub legal_positions: u64,
+}
+
+/// Generates the table laid out by `l`; `lookup` answers for other tables.
+pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
+    let mut layers: Vec<Vec<u32>> = vec![Vec::new(); l.layers()];
+    for idx in 0..l.size as u32 {
+        if let Some(p) = l.decode(idx) {
+            layers[l.layer(&p.sq)].push(idx);
+        }
+    }
+    let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
+    let mut out = Generated { dtz: vec![UNKNOWN; l.size], dtm: vec![UNKNOWN; l.size], legal_positions };
+    let mut counter = vec![0u8; l.size];
+    let mut exit_dtz = vec![UNKNOWN; l.size];
+    let mut exit_dtm = vec![UNKNOWN; l.size];
+    for members in layers.iter().rev() {
+        for &idx in members {
+            let p = l.unchecked_pos(idx);
+            let mut weight = 0u32;
+            let mut any = false;
+            let (mut bz, mut bm) = (UNKNOWN, UNKNOWN);
+            let mut err = None;
+            for_each_move(l, &p, |s| {
+                any = true;
+                let child = match s {
+                    Succ::Quiet(sq) => {
+                        weight += l.symmetry_count(&sq);
+                        return;
+                    }
+                    Succ::Push { sq, double } => {
+                        let c = Pos { sq, turn: !p.turn };
+                        let ci = l.index(&c) as usize;
+                        let v = (out.dtz[ci], out.dtm[ci]);
+                        if double {
+                            match with_en_passant(l, &c, v, lookup) {
+                                Ok(v) => v,
+                                Err(e) => {
+                                    err = Some(e);
+                                    return;
+                                }
+                            }
+                        } else {
+                            v
+                        }
+                    }
+                    Succ::Exit(b) => match lookup(&b) {
+                        Ok(v) => v,
+                        Err(e) => {
+                            err = Some(e);
+                            return;
+                        }
+                    },
+                };
+                bz = value::better(bz, value::back_zeroing(child.0));
+                bm = value::better(bm, value::back_one_ply(child.1));
+            });
+            if let Some(e) = err {
+                return Err(e);
+            }
+            let i = idx as usize;
+            if !any {
+                let v = if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW };
+                out.dtz[i] = v;
+                out.dtm[i] = v;
+                continue;
+            }
+            let symmetric = l.symmetry_count(&p.sq);
+            debug_assert_eq!(weight % symmetric, 0);
+            counter[i] = (weight / symmetric) as u8;
+            exit_dtz[i] = bz;
+            exit_dtm[i] = bm;
+        }
+        solve(l, members, &mut counter.clone(), &exit_dtz, &mut out.dtz);
+        solve(l, members, &mut counter, &exit_dtm, &mut out.dtm);
+    }
+    Ok(out)
+}
+
+/// The value of `c`, just after a double pawn push, if the opponent may
+/// capture en passant: the better of the table value (without that right)
+/// and the en-passant captures.
+fn with_en_passant(l: &Layout, c: &Pos, table: (u16, u16), lookup: &Lookup) -> Result<(u16, u16), String> {
+    let them = c.turn;
+    let pushed = !them;
+    let Some(pi) = (0..l.n).find(|&i| {
+        l.men[i] == (pushed, Role::Pawn) && c.sq[i] >> 3 == pushed.fold_wb(3, 4)
+    }) else {
+        return Ok(table);
+    };
+    let to = c.sq[pi];
+    let skipped = (to as i32 + pushed.fold_wb(-8, 8)) as u8;
+    let mut best: Option<(u16, u16)> = None;
+    for j in 0..l.n {
+        let s = c.sq[j];
+        if l.men[j] != (them, Role::Pawn) || s >> 3 != to >> 3 || (s & 7).abs_diff(to & 7) != 1 {
+            continue;
+        }
+        let mut after = c.sq;
+        after[j] = skipped;
+        after[pi] = NONE;
+        if l.in_check(&after, them) {
+            continue;
+        }
+        let v = lookup(&board(l, &after, pushed, None))?;
+        let (z, m) = (value::back_zeroing(v.0), value::back_one_ply(v.1));
+        best = Some(best.map_or((z, m), |(bz, bm)| (value::better(bz, z), value::better(bm, m))));
+    }
+    let Some((z, m)) = best else { return Ok(table) };
+    let mut has_other_moves = false;
+    for_each_move(l, c, |_| has_other_moves = true);
+    Ok(if has_other_moves { (value::better(table.0, z), value::better(table.1, m)) } else { (z, m) })
+}
+
+/// Solves one layer for one metric. `exit` holds each position's best move
+/// out of the layer, `counter` its non-zeroing moves; terminal positions are
+/// already set in `values`.
+fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
+    // buckets[n]: positions decided at n plies, with their value; the high
+    // bit marks entries whose value is already stored.
+    const STORED: u32 = 1 << 31;
+    let mut buckets: Vec<Vec<(u32, u16)>> = vec![Vec::new(); 2];
+    let push = |buckets: &mut Vec<Vec<(u32, u16)>>, n: usize, e: (u32, u16)| {
+        if buckets.len() <= n {
+            buckets.resize_with(n + 1, Vec::new);
+        }
+        buckets[n].push(e);
+    };
+    for &idx in members {
+        let i = idx as usize;
+        if values[i] != UNKNOWN {
+            if value::is_loss(values[i]) {
+                push(&mut buckets, 0, (idx | STORED, values[i]));
+            }
+            continue;
+        }
+        let e = exit[i];
+        if value::is_win(e) {
+            push(&mut buckets, value::plies(e) as usize, (idx, e));
+        } else if counter[i] == 0 {
+            if value::is_loss(e) {
+                push(&mut buckets, value::plies(e) as usize, (idx, e));
+            } else {
+                values[i] = DRAW;
+            }
+        }
+    }
+    let mut n = 0;
+    while n < buckets.len() {
+        let mut bucket = std::mem::take(&mut buckets[n]);
+        let next = n + 1;
+        // Store every value decided at n before propagating any of them, or
+        // a win at n + 1 found here could shadow an exit win at n.
+        bucket.retain(|&(e, v)| {
+            let i = (e & !STORED) as usize;
+            if e & STORED != 0 {
+                return true;
+            }
+            if values[i] != UNKNOWN {
+                return false;
+            }
+            values[i] = v;
+            true
+        });
+        for (e, v) in bucket {
+            let i = (e & !STORED) as usize;
+            let r = l.unchecked_pos(i as u32);
+            let lost = value::is_loss(v);
+            let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
+            let mut later: Vec<(usize, (u32, u16))> = Vec::new();
+            for_each_unmove(l, &r, |q| {
+                let qi = l.index(&Pos { sq: q, turn: !r.turn }) as usize;
+                if values[qi] != UNKNOWN || l.in_check(&q, r.turn) {
+                    return;
+                }
+                if lost {
+                    values[qi] = value::win(next as u16);
+                    found.push((qi as u32 | STORED, values[qi]));
+                    return;
+                }
+                counter[qi] = counter[qi].checked_sub(1).expect("move counter in step with un-moves");
+                if counter[qi] > 0 {
+                    return;
+                }
+                let e = exit[qi];
+                if value::is_loss(e) && value::plies(e) as usize > next {
+                    later.push((value::plies(e) as usize, (qi as u32, e)));
+                } else if e == UNKNOWN || value::is_loss(e) {
+                    values[qi] = value::loss(next as u16);
+                    found.push((qi as u32 | STORED, values[qi]));
+                } else if e == DRAW {
+                    values[qi] = DRAW;
+                }
+                // A win out of the layer is already waiting in its bucket.
+            });
+            for e in found {
+                push(&mut buckets, next, e);
+            }
+            for (m, e) in later {
+                push(&mut buckets, m, e);
+            }
+        }
+        n += 1;
+    }
+    for &idx in members {
+        if values[idx as usize] == UNKNOWN {
+            values[idx as usize] = DRAW;
+        }
+    }
+}

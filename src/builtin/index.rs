@@ -1,0 +1,315 @@
+//! Positions of one table and their index.
+//!
+//! A position is the square of each man in [`Material::men`] order plus the
+//! side to move. The index uses symmetry: without pawns the white king is
+//! brought into the a1–d1–d4 triangle (8-fold), with pawns onto files a–d
+//! (left-right mirror). Ties (white king on the a1–h8 diagonal, identical
+//! pieces) are broken by taking the smallest index, so every position has
+//! exactly one index; other index values are simply unused.
+
+use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
+
+use super::material::Material;
+
+/// Marks a man that was captured in a move under construction.
+pub const NONE: u8 = 255;
+
+/// Index of the a1–d1–d4 triangle squares, or -1.
+const TRIANGLE: [i8; 64] = {
+    let mut t = [-1i8; 64];
+    let mut n = 0;
+    let mut sq = 0;
+    while sq < 64 {
+        let (file, rank) = (sq % 8, sq / 8);
+        if file <= 3 && rank <= file {
+            t[sq] = n;
+            n += 1;
+        }
+        sq += 1;
+    }
+    t
+};
+
+const TRIANGLE_SQUARES: [u8; 10] = {
+    let mut s = [0u8; 10];
+    let mut sq = 0;
+    while sq < 64 {
+        if TRIANGLE[sq] >= 0 {
+            s[TRIANGLE[sq] as usize] = sq as u8;
+        }
+        sq += 1;
+    }
+    s
+};
+
+#[inline]
+pub fn transpose(sq: u8) -> u8 {
+    ((sq & 7) << 3) | (sq >> 3)
+}
+
+#[inline]
+fn anti_transpose(sq: u8) -> u8 {
+    transpose(sq ^ 63)
+}
+
+/// How a table lays out its positions.
+#[derive(Debug, Clone)]
+pub struct Layout {
+    pub material: Material,
+    pub men: Vec<(Color, Role)>,
+    pub n: usize,
+    pub pawns: bool,
+    /// Men 2 and 3 are the same piece: their squares are stored sorted.
+    pub identical: bool,
+    /// Size of each man's index digit.
+    radix: Vec<u32>,
+    /// Index weight of each man's digit (0 for absent men).
+    stride: [u32; 4],
+    /// Digit offset of each man: 8 for pawns (ranks 2–7 only), else 0.
+    offset: [u8; 4],
+    /// Positions per side to move.
+    pub per_side: usize,
+    pub size: usize,
+}
+
+/// Squares of the men (by [`Layout::men`] order) and the side to move.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pos {
+    pub sq: [u8; 4],
+    pub turn: Color,
+}
+
+impl Layout {
+    pub fn new(material: &Material) -> Layout {
+        let men = material.men();
+        let n = men.len();
+        let pawns = material.has_pawns();
+        let identical = n == 4 && men[2] == men[3];
+        let radix: Vec<u32> = men
+            .iter()
+            .enumerate()
+            .map(|(i, &(_, role))| match (i, role) {
+                (0, _) => if pawns { 32 } else { 10 },
+                (_, Role::Pawn) => 48,
+                _ => 64,
+            })
+            .collect();
+        let per_side = radix.iter().map(|&r| r as usize).product();
+        let mut stride = [0u32; 4];
+        let mut offset = [0u8; 4];
+        let mut w = 1;
+        for i in (0..n).rev() {
+            stride[i] = w;
+            w *= radix[i];
+            offset[i] = if i > 0 && men[i].1 == Role::Pawn { 8 } else { 0 };
+        }
+        Layout { material: material.clone(), men, n, pawns, identical, radix, stride, offset, per_side, size: 2 * per_side }
+    }
+
+    #[inline]
+    fn raw_index(&self, sq: &[u8; 4], turn: Color) -> u32 {
+        let wk = sq[0];
+        let king_digit =
+            if self.pawns { ((wk >> 3) * 4 + (wk & 7)) as u32 } else { TRIANGLE[wk as usize] as u32 };
+        let mut idx = turn.fold_wb(0, self.per_side as u32) + king_digit * self.stride[0];
+        for i in 1..4 {
+            // Absent men have stride 0; wrapping keeps their garbage harmless.
+            idx = idx.wrapping_add((sq[i].wrapping_sub(self.offset[i]) as u32).wrapping_mul(self.stride[i]));
+        }
+        idx
+    }
+
+    #[inline]
+    fn sort_identical(&self, sq: &mut [u8; 4]) {
+        if self.identical && sq[2] > sq[3] {
+            sq.swap(2, 3);
+        }
+    }
+
+    /// The index of any position of this material (all men present, pawns
+    /// on ranks 2–7).
+    #[inline]
+    pub fn index(&self, pos: &Pos) -> u32 {
+        let mut s = pos.sq;
+        let wk = s[0];
+        if self.pawns {
+            if wk & 7 > 3 {
+                for x in &mut s[..self.n] {
+                    *x ^= 7;
+                }
+            }
+            self.sort_identical(&mut s);
+            return self.raw_index(&s, pos.turn);
+        }
+        let mut mask = 0;
+        if wk & 7 > 3 {
+            mask ^= 7;
+        }
+        if wk >> 3 > 3 {
+            mask ^= 56;
+        }
+        for x in &mut s[..self.n] {
+            *x ^= mask;
+        }
+        let wk = s[0];
+        if (wk >> 3) > (wk & 7) {
+            for x in &mut s[..self.n] {
+                *x = transpose(*x);
+            }
+        }
+        let diagonal = (s[0] >> 3) == (s[0] & 7);
+        let mut a = s;
+        self.sort_identical(&mut a);
+        let ia = self.raw_index(&a, pos.turn);
+        if !diagonal {
+            return ia;
+        }
+        let mut b = s;
+        for x in &mut b[..self.n] {
+            *x = transpose(*x);
+        }
+        self.sort_identical(&mut b);
+        ia.min(self.raw_index(&b, pos.turn))
+    }
+
+    /// The position stored at `idx` if `idx` is the index of a legal position
+    /// (men on distinct squares, side not to move not in check).
+    pub fn decode(&self, idx: u32) -> Option<Pos> {
+        let pos = self.unchecked_pos(idx);
+        let sq = pos.sq;
+        for i in 0..self.n {
+            for j in 0..i {
+                if sq[i] == sq[j] {
+                    return None;
+                }
+            }
+        }
+        if self.index(&pos) != idx || self.in_check(&pos.sq, !pos.turn) {
+            return None;
+        }
+        Some(pos)
+    }
+
+    /// The squares an index stands for, without any check.
+    #[inline]
+    pub fn unchecked_pos(&self, idx: u32) -> Pos {
+        let mut rest = idx;
+        let mut sq = [NONE; 4];
+        for i in (0..self.n).rev() {
+            let d = rest % self.radix[i];
+            rest /= self.radix[i];
+            sq[i] = if i == 0 {
+                if self.pawns { ((d / 4) * 8 + d % 4) as u8 } else { TRIANGLE_SQUARES[d as usize] }
+            } else if self.men[i].1 == Role::Pawn {
+                (d + 8) as u8
+            } else {
+                d as u8
+            };
+        }
+        let turn = if rest == 0 { Color::White } else { Color::Black };
+        Pos { sq, turn }
+    }
+
+    #[inline]
+    pub fn occupied(&self, sq: &[u8; 4]) -> Bitboard {
+        let mut bb = Bitboard::EMPTY;
+        for &s in &sq[..self.n] {
+            if s != NONE {
+                bb.add(Square::new(s as u32));
+            }
+        }
+        bb
+    }
+
+    /// Is `color`'s king attacked?
+    #[inline]
+    pub fn in_check(&self, sq: &[u8; 4], color: Color) -> bool {
+        let king = sq[color.fold_wb(0, 1)];
+        let occ = self.occupied(sq);
+        let target = Square::new(king as u32);
+        for i in 0..self.n {
+            let (c, role) = self.men[i];
+            if c == color || sq[i] == NONE {
+                continue;
+            }
+            let from = Square::new(sq[i] as u32);
+            if attacks::attacks(from, Piece { color: c, role }, occ).contains(target) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Number of symmetries (among the 8 of the board) mapping the position
+    /// onto itself: 1 or 2 (all men on a long diagonal, up to identical men).
+    #[inline]
+    pub fn symmetry_count(&self, sq: &[u8; 4]) -> u32 {
+        if self.pawns {
+            return 1;
+        }
+        // A symmetry must fix both (unique) kings: only the two long
+        // diagonals are fixed lines of a board symmetry.
+        let on_diagonal = |s: u8| s >> 3 == s & 7;
+        let on_anti_diagonal = |s: u8| (s >> 3) + (s & 7) == 7;
+        let f: fn(u8) -> u8 = if on_diagonal(sq[0]) && on_diagonal(sq[1]) {
+            transpose
+        } else if on_anti_diagonal(sq[0]) && on_anti_diagonal(sq[1]) {
+            anti_transpose
+        } else {
+            return 1;
+        };
+        let mut t = *sq;
+        let mut a = *sq;
+        for x in &mut t[..self.n] {
+            *x = f(*x);
+        }
+        self.sort_identical(&mut t);
+        self.sort_identical(&mut a);
+        if (2..self.n).all(|i| t[i] == a[i]) { 2 } else { 1 }
+    }
+
+    /// Pawn progress: every pawn move increases it, other moves keep it.
+    pub fn layer(&self, sq: &[u8; 4]) -> usize {
+        let mut l = 0;
+        for i in 2..self.n {
+            let (c, role) = self.men[i];
+            if role == Role::Pawn {
+                let rank = (sq[i] >> 3) as usize;
+                l += match c {
+                    Color::White => rank - 1,
+                    Color::Black => 6 - rank,
+                };
+            }
+        }
+        l
+    }
+
+    pub fn layers(&self) -> usize {
+        1 + 5 * self.material.pawns()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_legal_position_decodes_to_its_index() {
+        for name in ["KRvK", "KNNvK", "KPvKP", "KBvKN"] {
+            let l = Layout::new(&Material::parse(name).unwrap());
+            let mut valid = 0;
+            for idx in 0..l.size as u32 {
+                if let Some(p) = l.decode(idx) {
+                    valid += 1;
+                    // Every symmetric image maps back to the same index.
+                    let mut m = p;
+                    for x in &mut m.sq[..l.n] {
+                        *x ^= 7;
+                    }
+                    assert_eq!(l.index(&m), idx, "{name}");
+                }
+            }
+            assert!(valid > 0);
+        }
+    }
+}

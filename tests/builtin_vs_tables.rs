@@ -1,0 +1,356 @@
+//! The built-in tables against Syzygy (WDL50, DTZ50''), Gaviota (DTM, 3
+//! pieces) and an independent one-ply check of every position against its
+//! successors (shakmaty move generation, table values of the children).
+//! Every legal position of every table, both sides to move.
+//!
+//! Run in release mode: `cargo test --release --test builtin_vs_tables`.
+
+mod common;
+
+use std::{
+    ffi::CString,
+    os::raw::{c_int, c_uchar, c_uint},
+    path::PathBuf,
+    sync::{
+        OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use rayon::prelude::*;
+use shakmaty::{Board, CastlingMode, Chess, FromSetup, Color, Piece, Position, PositionError, Setup, Square};
+use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
+use tbserver::builtin::{
+    Material, Store, all_materials,
+    index::{Layout, Pos},
+    value,
+};
+
+fn store() -> &'static Store {
+    static STORE: OnceLock<Store> = OnceLock::new();
+    STORE.get_or_init(|| {
+        let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+        let store = Store::new(dir, true);
+        if std::env::var_os("TBSERVER_BUILTIN_TEST_ONLY").is_none() {
+            let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
+            eprintln!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+        }
+        store
+    })
+}
+
+/// 4, or less with `TBSERVER_BUILTIN_TEST_PIECES` for a quick run.
+fn max_pieces() -> usize {
+    std::env::var("TBSERVER_BUILTIN_TEST_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(4)
+}
+
+/// The tables to check: all, or those named in `TBSERVER_BUILTIN_TEST_ONLY`
+/// (comma-separated, e.g. `KQvKR,KPvKP`) for a quick run.
+fn materials(max: usize) -> Vec<Material> {
+    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
+    all_materials(max.min(max_pieces()))
+        .into_iter()
+        .filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name()))
+        .collect()
+}
+
+fn chess(l: &Layout, p: &Pos) -> Chess {
+    let mut board = Board::empty();
+    for i in 0..l.n {
+        let (color, role) = l.men[i];
+        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
+    }
+    let mut setup = Setup::empty();
+    setup.board = board;
+    setup.turn = p.turn;
+    Chess::from_setup(setup, CastlingMode::Standard)
+        .or_else(PositionError::ignore_impossible_check)
+        .expect("legal table position")
+}
+
+/// Every legal position of `m` with its stored (DTZ, DTM), in parallel.
+fn for_each_position(m: &Material, f: impl Fn(&Chess, u16, u16) + Sync) -> u64 {
+    let t = store().table(m).unwrap();
+    let l = &t.layout;
+    let count = AtomicU64::new(0);
+    (0..l.size as u32).into_par_iter().with_min_len(4096).for_each(|idx| {
+        if let Some(p) = l.decode(idx) {
+            f(&chess(l, &p), t.dtz(idx), t.dtm(idx));
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    count.into_inner()
+}
+
+fn wdl_of(dtz: u16) -> Wdl {
+    match value::wdl50(dtz) {
+        2 => Wdl::Win,
+        1 => Wdl::CursedWin,
+        0 => Wdl::Draw,
+        -1 => Wdl::BlessedLoss,
+        _ => Wdl::Loss,
+    }
+}
+
+struct Failures(std::sync::Mutex<Vec<String>>);
+
+impl Failures {
+    fn new() -> Failures {
+        Failures(std::sync::Mutex::new(Vec::new()))
+    }
+    fn add(&self, s: String) {
+        let mut v = self.0.lock().unwrap();
+        if v.len() < 20 {
+            v.push(s);
+        }
+    }
+    fn check(self, total_bad: u64) {
+        let v = self.0.into_inner().unwrap();
+        assert!(total_bad == 0, "{total_bad} mismatches, first ones:\n{}", v.join("\n"));
+    }
+}
+
+/// Syzygy may store a loss exactly (in plies) while the successor that
+/// decides it is stored rounded (in moves): its generator then counts the
+/// successor as the shorter of the two possible distances. True when Syzygy's
+/// `dtz` is what its own (ignoring rounding) successor values give and the
+/// longest-resisting successor is a rounded one.
+fn loss_from_rounded_successor(tb: &Tablebase<Chess>, pos: &Chess, dtz: i32) -> bool {
+    let mut longest = 1;
+    let mut via_rounded = false;
+    for m in pos.legal_moves() {
+        if m.is_zeroing() {
+            continue;
+        }
+        let mut child = pos.clone();
+        child.play_unchecked(m);
+        let (d, r) = match tb.probe_dtz(&child).unwrap() {
+            MaybeRounded::Precise(Dtz(d)) => (d, false),
+            MaybeRounded::Rounded(Dtz(d)) => (d, true),
+        };
+        if d + 1 > longest {
+            longest = d + 1;
+            via_rounded = r;
+        } else if d + 1 == longest {
+            via_rounded |= r;
+        }
+    }
+    longest == -dtz && via_rounded
+}
+
+#[test]
+fn wdl_and_dtz_equal_syzygy() {
+    let Some(dir) = common::syzygy_dir() else { return };
+    let mut tb = Tablebase::<Chess>::new();
+    tb.add_directory(&dir).expect("syzygy directory");
+    let (mut total, mut total_rounded, mut total_explained) = (0, 0, 0);
+    let failures = Failures::new();
+    let bad = AtomicU64::new(0);
+    // Tables with pawns first: promotions, en passant and cursed results live there.
+    for m in materials(4).into_iter().rev() {
+        let rounded = AtomicU64::new(0);
+        let explained = AtomicU64::new(0);
+        let bad_before = bad.load(Ordering::Relaxed);
+        let n = for_each_position(&m, |pos, dtz, _| {
+            if pos.is_checkmate() || pos.is_stalemate() {
+                // Decided by the rules before any table is asked; the table
+                // still stores them, as lost in 0 plies and drawn.
+                let expect = if pos.is_checkmate() { value::loss(0) } else { value::DRAW };
+                if dtz != expect {
+                    bad.fetch_add(1, Ordering::Relaxed);
+                    failures.add(format!("{}: terminal stored as {dtz}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
+                }
+                return;
+            }
+            let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
+            let wdl = tb.probe_wdl_after_zeroing(pos).expect("syzygy wdl");
+            let ours = value::signed_plies(dtz);
+            if wdl != wdl_of(dtz) {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!("{}: wdl syzygy {wdl:?} builtin {ours}", fen()));
+                return;
+            }
+            match tb.probe_dtz(pos).expect("syzygy dtz") {
+                MaybeRounded::Precise(Dtz(d)) => {
+                    if d != ours && d < 0 && ours == d - 1 && loss_from_rounded_successor(&tb, pos, d) {
+                        // Syzygy's loss value was computed from a successor it
+                        // stores rounded (in moves); ours is one ply longer.
+                        explained.fetch_add(1, Ordering::Relaxed);
+                    } else if d != ours {
+                        bad.fetch_add(1, Ordering::Relaxed);
+                        failures.add(format!("{}: dtz syzygy {d} builtin {ours}", fen()));
+                    }
+                }
+                MaybeRounded::Rounded(Dtz(d)) => {
+                    rounded.fetch_add(1, Ordering::Relaxed);
+                    if ours != d && ours != d + d.signum() {
+                        bad.fetch_add(1, Ordering::Relaxed);
+                        failures.add(format!("{}: dtz syzygy {d} (rounded) builtin {ours}", fen()));
+                    }
+                }
+            }
+        });
+        let r = rounded.into_inner();
+        let bad_here = bad.load(Ordering::Relaxed) - bad_before;
+        let e = explained.into_inner();
+        println!(
+            "{:<8} {n:>9} positions vs Syzygy ({r} with rounded DTZ, {e} losses one ply longer than Syzygy's \
+             via a rounded successor), {bad_here} mismatches",
+            m.name()
+        );
+        total_explained += e;
+        total += n;
+        total_rounded += r;
+    }
+    println!(
+        "total    {total:>9} positions vs Syzygy ({total_rounded} with rounded DTZ, {total_explained} losses explained by a rounded successor)"
+    );
+    failures.check(bad.into_inner());
+}
+
+#[test]
+fn dtm_equals_gaviota_for_three_pieces() {
+    let Some(dir) = common::gaviota_dir() else { return };
+    use gaviota_sys::*;
+    static INIT: OnceLock<()> = OnceLock::new();
+    INIT.get_or_init(|| unsafe {
+        tbcache_init(32 * 1024 * 1024, 10);
+        let paths = tbpaths_init();
+        let path = CString::new(dir.to_str().unwrap()).unwrap();
+        let paths = tbpaths_add(paths, path.as_ptr());
+        tb_init(0, TB_compression_scheme::tb_CP4 as c_int, paths);
+        assert!(tb_is_initialized() != 0);
+    });
+    let lock = std::sync::Mutex::new(());
+    let failures = Failures::new();
+    let bad = AtomicU64::new(0);
+    let mut total = 0;
+    for m in materials(3) {
+        let n = for_each_position(&m, |pos, _, dtm| {
+            let mut ws = vec![];
+            let mut bs = vec![];
+            let mut wp = vec![];
+            let mut bp = vec![];
+            for (sq, piece) in pos.board().clone() {
+                let (s, p) = piece.color.fold_wb((&mut ws, &mut wp), (&mut bs, &mut bp));
+                s.push(sq as c_uint);
+                p.push(piece.role as c_uchar);
+            }
+            for (s, p) in [(&mut ws, &mut wp), (&mut bs, &mut bp)] {
+                s.push(TB_squares::tb_NOSQUARE as c_uint);
+                p.push(TB_pieces::tb_NOPIECE as c_uchar);
+            }
+            let (mut info, mut plies): (c_uint, c_uint) = (0, 0);
+            let ok = {
+                let _g = lock.lock().unwrap();
+                unsafe {
+                    tb_probe_hard(
+                        pos.turn().fold_wb(TB_sides::tb_WHITE_TO_MOVE, TB_sides::tb_BLACK_TO_MOVE) as c_uint,
+                        TB_squares::tb_NOSQUARE as c_uint,
+                        TB_castling::tb_NOCASTLE.0,
+                        ws.as_ptr(),
+                        bs.as_ptr(),
+                        wp.as_ptr(),
+                        bp.as_ptr(),
+                        &mut info,
+                        &mut plies,
+                    )
+                }
+            };
+            assert!(ok != 0, "gaviota probe failed");
+            let white_view = if info == TB_return_values::tb_WMATE.0 {
+                plies as i32
+            } else if info == TB_return_values::tb_BMATE.0 {
+                -(plies as i32)
+            } else {
+                0
+            };
+            let theirs = if pos.turn() == Color::White { white_view } else { -white_view };
+            let ours = value::signed_plies(dtm);
+            if theirs != ours {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!(
+                    "{}: dtm gaviota {theirs} builtin {ours}",
+                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)
+                ));
+            }
+        });
+        println!("{:<8} {n:>9} positions vs Gaviota DTM", m.name());
+        total += n;
+    }
+    println!("total    {total:>9} positions vs Gaviota DTM");
+    failures.check(bad.into_inner());
+}
+
+/// Every position's DTM and DTZ follow from its successors' (a fixed point
+/// with strictly decreasing distances along best lines is the true value).
+#[test]
+fn every_value_is_consistent_with_its_successors() {
+    let s = store();
+    let failures = Failures::new();
+    let bad = AtomicU64::new(0);
+    let mut total = 0;
+    for m in materials(4) {
+        let n = for_each_position(&m, |pos, dtz, dtm| {
+            let moves = pos.legal_moves();
+            let (mut ez, mut em) = (value::UNKNOWN, value::UNKNOWN);
+            if moves.is_empty() {
+                let v = if pos.is_check() { value::loss(0) } else { value::DRAW };
+                (ez, em) = (v, v);
+            }
+            for mv in moves {
+                let zeroing = mv.is_zeroing();
+                let mut child = pos.clone();
+                child.play_unchecked(mv);
+                let (cz, cm) = if child.is_checkmate() {
+                    (value::loss(0), value::loss(0))
+                } else if child.board().occupied().count() == 2 || child.is_stalemate() {
+                    (value::DRAW, value::DRAW)
+                } else {
+                    s.probe(&child).unwrap().unwrap()
+                };
+                ez = value::better(ez, if zeroing { value::back_zeroing(cz) } else { value::back_one_ply(cz) });
+                em = value::better(em, value::back_one_ply(cm));
+            }
+            if (ez, em) != (dtz, dtm) {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!(
+                    "{}: stored dtz {} dtm {}, successors say dtz {} dtm {}",
+                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal),
+                    value::signed_plies(dtz),
+                    value::signed_plies(dtm),
+                    value::signed_plies(ez),
+                    value::signed_plies(em)
+                ));
+            }
+        });
+        println!("{:<8} {n:>9} positions checked against their successors", m.name());
+        total += n;
+    }
+    println!("total    {total:>9} positions checked against their successors");
+    failures.check(bad.into_inner());
+}
+
+/// Where the winner's only zeroing move is mate (captures by the loser draw),
+/// DTZ and DTM must agree.
+#[test]
+fn dtz_equals_dtm_where_only_mate_zeroes() {
+    let failures = Failures::new();
+    let bad = AtomicU64::new(0);
+    for name in ["KQvK", "KRvK", "KBNvK", "KBBvK", "KNNvK"] {
+        let m = Material::parse(name).unwrap();
+        if !materials(4).contains(&m) {
+            continue;
+        }
+        let n = for_each_position(&m, |pos, dtz, dtm| {
+            if dtz != dtm {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
+            }
+        });
+        println!("{name:<8} {n:>9} positions with DTZ == DTM");
+    }
+    failures.check(bad.into_inner());
+}
