@@ -232,13 +232,14 @@ be rounded, tbserver cannot tell whether the win survives and reports
 </ul>
 
 <h2 id="dtm">DTM and DTM50: distance to mate</h2>
-<p><strong>DTM</strong> (from the Gaviota tables) is the number of plies to mate with best
-play, shown also as "mate in <var>N</var> moves". It <em>ignores</em> the fifty-move rule, so
-a DTM mate may be impossible to reach in a real game. <strong>DTM50</strong> is the shortest
-mate that does respect the rule at the actual half-move clock; tbserver knows it exactly for
-endgames of up to four pieces (tables it builds itself) and otherwise gives a bound found by
-search. The <strong>mate bound</strong> shown on the probe page is a guaranteed range for
-the mate distance, derived from whichever table was available.</p>
+<p><strong>DTM</strong> (from the Gaviota tables, or from tbserver's own tables for up to
+four pieces) is the number of plies to mate with best play, shown also as "mate in
+<var>N</var> moves". It <em>ignores</em> the fifty-move rule, so a DTM mate may be impossible
+to reach in a real game. <strong>DTM50</strong> is the shortest mate that does respect the
+rule at the actual half-move clock. The <strong>mate bound</strong> shown on the probe page
+is a guaranteed range for it, worked out from whichever tables answered (WDL, DTZ or DTM)
+without any search; the <em>Analyse</em> button runs a search that narrows the range, often
+down to the exact value.</p>
 
 <h2 id="moves">The move table</h2>
 <p>For every legal move the probe page shows the same values for the position after it, but
