@@ -28,6 +28,8 @@ pub enum ApiError {
     InvalidBody(String),
     #[error("no such endpoint")]
     NotFound,
+    #[error("too many searches in progress; retry later")]
+    Busy,
 }
 
 impl ApiError {
@@ -45,6 +47,7 @@ impl ApiError {
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
+            ApiError::Busy => "busy",
         }
     }
 
@@ -59,7 +62,7 @@ impl ApiError {
             ApiError::IllegalPosition(_) | ApiError::CastlingRights | ApiError::TooManyPieces { .. } => 422,
             ApiError::MissingTable { .. } | ApiError::NotFound => 404,
             ApiError::BatchTooLarge { .. } => 413,
-            ApiError::Table(_) => 503,
+            ApiError::Table(_) | ApiError::Busy => 503,
         }
     }
 

@@ -11,7 +11,7 @@ use std::time::Duration;
 use axum::{
     Json,
     extract::{Query, State, rejection::QueryRejection},
-    http::{HeaderValue, StatusCode, header},
+    http::StatusCode,
     response::{IntoResponse, Response, sse::{Event, KeepAlive, Sse}},
 };
 use serde::Deserialize;
@@ -74,10 +74,7 @@ fn parse(cfg: &SearchConfig, query: Result<Query<AnalyseQuery>, QueryRejection>)
 }
 
 fn busy() -> Response {
-    let body = serde_json::json!({ "error": { "code": "busy", "message": "too many searches in progress; retry later" } });
-    let mut r = (StatusCode::SERVICE_UNAVAILABLE, Json(body)).into_response();
-    r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-    r
+    ApiError::Busy.into_response()
 }
 
 /// `GET /api/v1/analyse`: the final result as JSON.

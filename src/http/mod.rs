@@ -137,7 +137,11 @@ async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
-        (status, Json(self.body())).into_response()
+        let mut response = (status, Json(self.body())).into_response();
+        if matches!(self, ApiError::Busy) {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response
     }
 }
 
