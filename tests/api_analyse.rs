@@ -1,5 +1,6 @@
 //! `/api/v1/analyse` and its SSE stream over real HTTP.
 
+#[macro_use]
 mod common;
 
 use common::{TestServer, enc};
@@ -29,7 +30,7 @@ fn analyse_proves_the_kbnk_mate_and_streams_depths() {
     .text()
     .unwrap();
     let depths = text.matches("event: depth").count();
-    println!("SSE depth events: {depths}");
+    report!("SSE depth events: {depths}");
     assert!(depths >= 1, "{text}");
     assert_eq!(text.matches("event: result").count(), 1, "{text}");
 }

@@ -1,6 +1,7 @@
 //! The verdict at the real half-move clock (metrics.md), and the reference
 //! positions named there.
 
+#[macro_use]
 mod common;
 
 use common::{TestServer, enc, reference_file};
@@ -48,7 +49,7 @@ fn category_follows_clock_and_rounding() {
         assert_eq!(edge["wdl50"], at_zero["wdl50"]);
         checked[usize::from(dtz < 0) * 2 + usize::from(exact)] += 1;
     }
-    println!("clock rules checked: wins rounded {} exact {}, losses rounded {} exact {}", checked[0], checked[1], checked[2], checked[3]);
+    report!("clock rules checked: wins rounded {} exact {}, losses rounded {} exact {}", checked[0], checked[1], checked[2], checked[3]);
     assert!(checked.iter().all(|&n| n > 0), "every combination must be covered: {checked:?}");
 }
 
@@ -111,7 +112,7 @@ fn mainline_reaches_mate_and_agrees_with_best_move() {
     // Drawn positions have no line.
     let (_, draw) = server.get(&format!("/api/v1/mainline?fen={}", enc("8/8/8/4k3/8/8/8/KB6 w - - 0 1")));
     assert_eq!(draw["mainline"].as_array().unwrap().len(), 0);
-    println!("mainline: {} plies to mate", steps.len());
+    report!("mainline: {} plies to mate", steps.len());
 }
 
 #[test]

@@ -1,5 +1,6 @@
 //! Every error code, with its HTTP status and JSON shape.
 
+#[macro_use]
 mod common;
 
 use common::{TestServer, enc, syzygy_dir};
@@ -37,7 +38,7 @@ fn every_error_code_has_its_status() {
     check(server.post("/api/v1/probe", &serde_json::json!({ "fens": many }).to_string()), 413, "batch_too_large");
     check(server.get("/standard?fen=banana"), 400, "invalid_fen");
     check(server.get("/api/v1/mainline"), 400, "missing_parameter");
-    println!("error codes: {checked} checks passed");
+    report!("error codes: {checked} checks passed");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Every reference position (values computed by an independent
 //! implementation from the same files) against the running server.
 
+#[macro_use]
 mod common;
 
 use common::{TestServer, enc, reference_file};
@@ -44,7 +45,7 @@ fn probe_matches_reference_positions() {
             }
         }
     }
-    println!("reference: compared {positions} positions, {moves} moves ({mates} mates), {dtm_compared} DTM values; {} mismatches", failures.len());
+    report!("reference: compared {positions} positions, {moves} moves ({mates} mates), {dtm_compared} DTM values; {} mismatches", failures.len());
     assert!(failures.is_empty(), "{} mismatches, first: {:#?}", failures.len(), &failures[..failures.len().min(10)]);
     assert!(positions >= 700 && moves >= 10_000, "reference file unexpectedly small");
 }
@@ -83,5 +84,5 @@ fn lichess_endpoint_matches_reference_positions() {
             assert_eq!(a["category"].as_str().unwrap(), flip(best["category"].as_str().unwrap()), "{fen}");
         }
     }
-    println!("lichess-compatible: compared {positions} positions, {moves} moves");
+    report!("lichess-compatible: compared {positions} positions, {moves} moves");
 }

@@ -5,6 +5,7 @@
 //!
 //! Run in release mode: `cargo test --release --test builtin_vs_tables`.
 
+#[macro_use]
 mod common;
 
 use std::{
@@ -35,7 +36,7 @@ fn store() -> &'static Store {
         let store = Store::new(dir, true);
         if std::env::var_os("TBSERVER_BUILTIN_TEST_ONLY").is_none() {
             let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
-            eprintln!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+            report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
         }
         store
     })
@@ -195,7 +196,7 @@ fn wdl_and_dtz_equal_syzygy() {
         let r = rounded.into_inner();
         let bad_here = bad.load(Ordering::Relaxed) - bad_before;
         let e = explained.into_inner();
-        println!(
+        report!(
             "{:<8} {n:>9} positions vs Syzygy ({r} with rounded DTZ, {e} losses one ply longer than Syzygy's \
              via a rounded successor), {bad_here} mismatches",
             m.name()
@@ -204,7 +205,7 @@ fn wdl_and_dtz_equal_syzygy() {
         total += n;
         total_rounded += r;
     }
-    println!(
+    report!(
         "total    {total:>9} positions vs Syzygy ({total_rounded} with rounded DTZ, {total_explained} losses explained by a rounded successor)"
     );
     failures.check(bad.into_inner());
@@ -277,10 +278,10 @@ fn dtm_equals_gaviota_for_three_pieces() {
                 ));
             }
         });
-        println!("{:<8} {n:>9} positions vs Gaviota DTM", m.name());
+        report!("{:<8} {n:>9} positions vs Gaviota DTM", m.name());
         total += n;
     }
-    println!("total    {total:>9} positions vs Gaviota DTM");
+    report!("total    {total:>9} positions vs Gaviota DTM");
     failures.check(bad.into_inner());
 }
 
@@ -326,10 +327,10 @@ fn every_value_is_consistent_with_its_successors() {
                 ));
             }
         });
-        println!("{:<8} {n:>9} positions checked against their successors", m.name());
+        report!("{:<8} {n:>9} positions checked against their successors", m.name());
         total += n;
     }
-    println!("total    {total:>9} positions checked against their successors");
+    report!("total    {total:>9} positions checked against their successors");
     failures.check(bad.into_inner());
 }
 
@@ -350,7 +351,7 @@ fn dtz_equals_dtm_where_only_mate_zeroes() {
                 failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
             }
         });
-        println!("{name:<8} {n:>9} positions with DTZ == DTM");
+        report!("{name:<8} {n:>9} positions with DTZ == DTM");
     }
     failures.check(bad.into_inner());
 }

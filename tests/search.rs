@@ -1,5 +1,6 @@
 //! The bounded search and mate bounds against real tables (`docs/dtm50.md`).
 
+#[macro_use]
 mod common;
 
 use std::sync::Arc;
@@ -155,7 +156,7 @@ fn bounds_contain_the_truth_on_random_positions() {
             }
         }
     }
-    println!("bounded {bounded}, checked against Gaviota DTM {dtm_checked}, draws {draws}, unusable {unusable}");
+    report!("bounded {bounded}, checked against Gaviota DTM {dtm_checked}, draws {draws}, unusable {unusable}");
     assert!(bounded > 1000 && dtm_checked > 100 && draws > 100);
 }
 
@@ -193,7 +194,7 @@ fn root_move_never_spoils_the_verdict() {
         checked += 1;
         decisive += usize::from(reachable != Category::Draw);
     }
-    println!("root moves checked {checked}, decisive {decisive}");
+    report!("root moves checked {checked}, decisive {decisive}");
     assert!(decisive > 50);
 }
 
@@ -228,7 +229,7 @@ fn search_finds_exact_gaviota_dtm() {
             }
         }
     }
-    println!("exact mates found {exact} of {}", 2 * tried);
+    report!("exact mates found {exact} of {}", 2 * tried);
 }
 
 #[test]
@@ -282,7 +283,7 @@ fn search_scores_are_sound_at_random_clocks() {
             assert!(!matches!(verdict, Category::Win | Category::Loss) || r.stop != Some(tbserver::search::StopReason::MateProven), "{fen}");
         }
     }
-    println!("mate scores {mates} (exact {exact}), checked against DTM {checked_dtm}");
+    report!("mate scores {mates} (exact {exact}), checked against DTM {checked_dtm}");
     assert!(mates > 50);
 }
 

@@ -88,3 +88,14 @@ pub fn enc(fen: &str) -> String {
         })
         .collect()
 }
+
+/// Prints a line that shows in `cargo test` output even when the test passes
+/// (direct writes to stderr bypass the test harness's capture): the counts of
+/// what a test compared.
+#[macro_export]
+macro_rules! report {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
