@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Position};
-use tbserver::search::local::{LocalTables, SyzygyOnly};
-use tbserver::search::{Limits, Score, SearchOptions, analyse};
+use tbserver::tablebase::Tablebases;
+use tbserver::search::{Limits, Score, SearchOptions, WithoutDtm, analyse};
 
 fn shared() -> PathBuf {
     std::env::var_os("TBSERVER_SHARED_DIR")
@@ -46,10 +46,10 @@ const MATE_POSITIONS: &[&str] = &[
     "6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1",    // KRBvKR
 ];
 
-fn usable(t: &LocalTables, fen: &str) -> Option<Chess> {
+fn usable(t: &Tablebases, fen: &str) -> Option<Chess> {
     use tbserver::search::Oracle;
     let p = pos(fen);
-    (p.board().occupied().count() <= t.max_pieces() && t.wdl(&p).is_some()).then_some(p)
+    (p.board().occupied().count() <= t.max_pieces() && Oracle::wdl(t, &p).is_some()).then_some(p)
 }
 
 fn movegen_nodes(p: &Chess, depth: u32) -> u64 {
@@ -67,7 +67,7 @@ fn movegen_nodes(p: &Chess, depth: u32) -> u64 {
 
 fn bench(c: &mut Criterion) {
     let dir = shared();
-    let tables = LocalTables::new(&dir.join("tables/syzygy"), Some(&dir.join("tables/gaviota"))).expect("tables");
+    let tables = Tablebases::from_dirs(&[dir.join("tables/syzygy")], &[dir.join("tables/gaviota")]);
     let positions: Vec<Chess> = NPS_POSITIONS.iter().filter_map(|f| usable(&tables, f)).collect();
     let opts = SearchOptions { threads: 1, hash_mb: 64 };
     let limits = Limits { depth: Some(7), ..Default::default() };
@@ -108,7 +108,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    let syzygy_only = SyzygyOnly(LocalTables::new(&dir.join("tables/syzygy"), None).expect("tables"));
+    let syzygy_only = WithoutDtm(Tablebases::from_dirs(&[dir.join("tables/syzygy")], &[]));
     let mut g = c.benchmark_group("time_to_exact_mate");
     g.sample_size(10);
     for fen in MATE_POSITIONS {

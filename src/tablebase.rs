@@ -26,6 +26,16 @@ impl Tablebases {
         Tablebases { sources }
     }
 
+    /// Syzygy and Gaviota directories only, without built-in tables: the
+    /// table files under test, for tests, benchmarks and tools.
+    pub fn from_dirs(syzygy: &[std::path::PathBuf], gaviota: &[std::path::PathBuf]) -> Tablebases {
+        let mut config = crate::config::Config::default();
+        config.syzygy = syzygy.to_vec();
+        config.gaviota = gaviota.to_vec();
+        config.builtin.mode = crate::config::BuiltinMode::Off;
+        crate::app::open_tablebases(&config)
+    }
+
     /// Most pieces any source covers.
     pub fn max_pieces(&self) -> usize {
         self.sources.iter().map(|s| s.max_pieces()).max().unwrap_or(0)

@@ -10,15 +10,15 @@ use shakmaty::fen::Fen;
 use shakmaty::{Bitboard, Board, ByColor, CastlingMode, Chess, Color, FromSetup, Piece, Position, Role, Setup, Square};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
-use tbserver::search::local::{LocalTables, SyzygyOnly};
+use tbserver::tablebase::Tablebases;
 use tbserver::search::{
-    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, analyse, mate_bound,
+    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, WithoutDtm, analyse, mate_bound,
 };
 
-fn tables(gaviota: bool) -> Option<LocalTables> {
+fn tables(gaviota: bool) -> Option<impl Oracle> {
     let syzygy = common::syzygy_dir()?;
-    let gav = if gaviota { Some(common::gaviota_dir()?) } else { None };
-    Some(LocalTables::new(&syzygy, gav.as_deref()).expect("tables open"))
+    let gav = if gaviota { vec![common::gaviota_dir()?] } else { Vec::new() };
+    Some(Tablebases::from_dirs(&[syzygy], &gav))
 }
 
 fn pos(fen: &str) -> Chess {
@@ -203,8 +203,8 @@ fn root_move_never_spoils_the_verdict() {
 #[test]
 fn search_finds_exact_gaviota_dtm() {
     let Some(t) = tables(true) else { return };
-    let gav = LocalTables::new(&common::syzygy_dir().unwrap(), Some(&common::gaviota_dir().unwrap())).unwrap();
-    let syzygy_only = SyzygyOnly(t);
+    let gav = tables(true).unwrap();
+    let syzygy_only = WithoutDtm(t);
     let mut rng = Rng(0xab_cdef_1357);
     let (mut exact, mut tried) = (0, 0);
     let mut i = 0;
@@ -290,7 +290,7 @@ fn search_scores_are_sound_at_random_clocks() {
 #[test]
 fn lazy_smp_cancellation_and_cli() {
     let Some(t) = tables(false) else { return };
-    let only = SyzygyOnly(t);
+    let only = WithoutDtm(t);
     // KRBvKR: the search itself must find the mate (no DTM table).
     let p = pos("6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1");
     let cancel = Arc::new(AtomicBool::new(false));

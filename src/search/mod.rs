@@ -9,7 +9,6 @@
 pub mod bounds;
 mod cli;
 mod engine;
-pub mod local;
 mod tt;
 
 use std::sync::Arc;
@@ -42,6 +41,22 @@ pub trait Oracle: Send + Sync {
     /// from tables that respect the 50-move rule.
     fn dtm50_plies(&self, _pos: &Chess, _clock_plies: u32) -> Option<i32> {
         None
+    }
+}
+
+/// Hides DTM and DTM50 from an oracle, so that tests and benchmarks see what
+/// the search proves from WDL and DTZ alone.
+pub struct WithoutDtm<O>(pub O);
+
+impl<O: Oracle> Oracle for WithoutDtm<O> {
+    fn max_pieces(&self) -> usize {
+        self.0.max_pieces()
+    }
+    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
+        self.0.wdl(pos)
+    }
+    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
+        self.0.dtz(pos)
     }
 }
 
