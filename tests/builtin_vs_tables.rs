@@ -9,8 +9,6 @@
 mod common;
 
 use std::{
-    ffi::CString,
-    os::raw::{c_int, c_uchar, c_uint},
     path::PathBuf,
     sync::{
         OnceLock,
@@ -19,8 +17,9 @@ use std::{
 };
 
 use rayon::prelude::*;
-use shakmaty::{Board, CastlingMode, Chess, FromSetup, Color, Piece, Position, PositionError, Setup, Square};
+use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
+use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
     index::{Layout, Pos},
@@ -214,61 +213,14 @@ fn wdl_and_dtz_equal_syzygy() {
 #[test]
 fn dtm_equals_gaviota_for_three_pieces() {
     let Some(dir) = common::gaviota_dir() else { return };
-    use gaviota_sys::*;
-    static INIT: OnceLock<()> = OnceLock::new();
-    INIT.get_or_init(|| unsafe {
-        tbcache_init(32 * 1024 * 1024, 10);
-        let paths = tbpaths_init();
-        let path = CString::new(dir.to_str().unwrap()).unwrap();
-        let paths = tbpaths_add(paths, path.as_ptr());
-        tb_init(0, TB_compression_scheme::tb_CP4 as c_int, paths);
-        assert!(tb_is_initialized() != 0);
-    });
-    let lock = std::sync::Mutex::new(());
+    // The service's own Gaviota source: one binding of libgtb, tested here too.
+    let gaviota = GaviotaSource::open(&[dir], 32 << 20);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     let mut total = 0;
     for m in materials(3) {
         let n = for_each_position(&m, |pos, _, dtm| {
-            let mut ws = vec![];
-            let mut bs = vec![];
-            let mut wp = vec![];
-            let mut bp = vec![];
-            for (sq, piece) in pos.board().clone() {
-                let (s, p) = piece.color.fold_wb((&mut ws, &mut wp), (&mut bs, &mut bp));
-                s.push(sq as c_uint);
-                p.push(piece.role as c_uchar);
-            }
-            for (s, p) in [(&mut ws, &mut wp), (&mut bs, &mut bp)] {
-                s.push(TB_squares::tb_NOSQUARE as c_uint);
-                p.push(TB_pieces::tb_NOPIECE as c_uchar);
-            }
-            let (mut info, mut plies): (c_uint, c_uint) = (0, 0);
-            let ok = {
-                let _g = lock.lock().unwrap();
-                unsafe {
-                    tb_probe_hard(
-                        pos.turn().fold_wb(TB_sides::tb_WHITE_TO_MOVE, TB_sides::tb_BLACK_TO_MOVE) as c_uint,
-                        TB_squares::tb_NOSQUARE as c_uint,
-                        TB_castling::tb_NOCASTLE.0,
-                        ws.as_ptr(),
-                        bs.as_ptr(),
-                        wp.as_ptr(),
-                        bp.as_ptr(),
-                        &mut info,
-                        &mut plies,
-                    )
-                }
-            };
-            assert!(ok != 0, "gaviota probe failed");
-            let white_view = if info == TB_return_values::tb_WMATE.0 {
-                plies as i32
-            } else if info == TB_return_values::tb_BMATE.0 {
-                -(plies as i32)
-            } else {
-                0
-            };
-            let theirs = if pos.turn() == Color::White { white_view } else { -white_view };
+            let theirs = gaviota.probe_dtm_plies(pos).expect("gaviota probe").expect("3-piece table present");
             let ours = value::signed_plies(dtm);
             if theirs != ours {
                 bad.fetch_add(1, Ordering::Relaxed);
