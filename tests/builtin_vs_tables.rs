@@ -18,7 +18,7 @@ use std::{
 
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
-use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
+use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
@@ -82,16 +82,6 @@ fn for_each_position(m: &Material, f: impl Fn(&Chess, u16, u16) + Sync) -> u64 {
         }
     });
     count.into_inner()
-}
-
-fn wdl_of(dtz: u16) -> Wdl {
-    match value::wdl50(dtz) {
-        2 => Wdl::Win,
-        1 => Wdl::CursedWin,
-        0 => Wdl::Draw,
-        -1 => Wdl::BlessedLoss,
-        _ => Wdl::Loss,
-    }
 }
 
 struct Failures(std::sync::Mutex<Vec<String>>);
@@ -167,7 +157,7 @@ fn wdl_and_dtz_equal_syzygy() {
             let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
             let wdl = tb.probe_wdl_after_zeroing(pos).expect("syzygy wdl");
             let ours = value::signed_plies(dtz);
-            if wdl != wdl_of(dtz) {
+            if wdl != value::wdl50(dtz) {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!("{}: wdl syzygy {wdl:?} builtin {ours}", fen()));
                 return;

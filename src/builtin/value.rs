@@ -89,13 +89,14 @@ pub fn back_zeroing(child: u16) -> u16 {
     }
 }
 
-/// Five-valued WDL50 (−2..=2) from a DTZ50'' value.
+/// Five-valued WDL50 from a DTZ50'' value.
 #[inline]
-pub fn wdl50(dtz: u16) -> i8 {
+pub fn wdl50(dtz: u16) -> shakmaty_syzygy::Wdl {
+    use shakmaty_syzygy::Wdl;
     let cursed = plies(dtz) > 100;
     match dtz & 3 {
-        WIN => if cursed { 1 } else { 2 },
-        LOSS => if cursed { -1 } else { -2 },
-        _ => 0,
+        WIN => if cursed { Wdl::CursedWin } else { Wdl::Win },
+        LOSS => if cursed { Wdl::BlessedLoss } else { Wdl::Loss },
+        _ => Wdl::Draw,
     }
 }

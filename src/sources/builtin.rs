@@ -64,13 +64,7 @@ impl TableSource for BuiltinSource {
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
-        Ok(self.values(pos)?.map(|(dtz, _)| match value::wdl50(dtz) {
-            2 => Wdl::Win,
-            1 => Wdl::CursedWin,
-            0 => Wdl::Draw,
-            -1 => Wdl::BlessedLoss,
-            _ => Wdl::Loss,
-        }))
+        Ok(self.values(pos)?.map(|(dtz, _)| value::wdl50(dtz)))
     }
 
     fn probe_dtz(&self, pos: &Chess) -> ProbeResult<MaybeRounded<Dtz>> {
