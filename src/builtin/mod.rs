@@ -4,10 +4,12 @@
 //! - [`material`]: which tables exist and in which order they are generated;
 //! - [`index`]: positions of a table and their symmetric index;
 //! - [`generate`]: the retrograde analysis;
+//! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
 //! - [`format`]: the file format;
 //! - [`store`]: opening (mmap) or generating tables on demand.
 
+pub mod dtm50;
 pub mod format;
 pub mod generate;
 pub mod index;

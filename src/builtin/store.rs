@@ -12,11 +12,12 @@ use memmap2::Mmap;
 use shakmaty::{Color, Role};
 
 use super::{
-    format,
-    generate::{Board, generate},
+    dtm50::{self, Dtm50View},
+    format::{self, Sections},
+    generate::{Board, Values, generate},
     index::{Layout, NONE, Pos},
     material::{Material, NUMBER_OF_IDS},
-    value::DRAW,
+    value,
 };
 
 enum Data {
@@ -29,6 +30,7 @@ pub struct Table {
     pub material: Material,
     pub layout: Layout,
     data: Data,
+    sections: Sections,
     /// Where the table lives, if it could be written to the cache.
     pub path: Option<PathBuf>,
     pub legal_positions: u64,
@@ -49,21 +51,56 @@ impl Table {
     }
 
     #[inline]
-    fn at(&self, offset: usize) -> u16 {
+    fn u16_at(&self, offset: usize) -> u16 {
         let b = self.bytes();
         u16::from_le_bytes([b[offset], b[offset + 1]])
+    }
+
+    #[inline]
+    fn u32_at(&self, offset: usize) -> u32 {
+        u32::from_le_bytes(self.bytes()[offset..offset + 4].try_into().expect("4 bytes"))
     }
 
     /// DTZ50'' value at `idx`, encoded as in [`super::value`].
     #[inline]
     pub fn dtz(&self, idx: u32) -> u16 {
-        self.at(format::HEADER_LEN + 2 * idx as usize)
+        self.u16_at(self.sections.dtz + 2 * idx as usize)
     }
 
     /// DTM value at `idx`.
     #[inline]
     pub fn dtm(&self, idx: u32) -> u16 {
-        self.at(format::HEADER_LEN + 2 * (self.layout.size + idx as usize))
+        self.u16_at(self.sections.dtm + 2 * idx as usize)
+    }
+
+    /// All values at `idx`, DTM50 at clock 0.
+    #[inline]
+    pub fn values(&self, idx: u32) -> Values {
+        Values { dtz: self.dtz(idx), dtm: self.dtm(idx), dtm50: self.at_clock(idx, 0) }
+    }
+
+    /// Positions whose DTM50 changes more than once over the clocks.
+    pub fn dtm50_overflow_positions(&self) -> usize {
+        self.sections.overflow_len
+    }
+}
+
+impl Dtm50View for Table {
+    #[inline]
+    fn inline(&self, idx: u32) -> u32 {
+        self.u32_at(self.sections.dtm50_inline + 4 * idx as usize)
+    }
+    fn overflow_len(&self) -> usize {
+        self.sections.overflow_len
+    }
+    fn overflow_index(&self, k: usize) -> u32 {
+        self.u32_at(self.sections.overflow_index + 4 * k)
+    }
+    fn overflow_start(&self, k: usize) -> u32 {
+        self.u32_at(self.sections.overflow_start + 4 * k)
+    }
+    fn segment(&self, s: usize) -> u32 {
+        self.u32_at(self.sections.segments + 4 * s)
     }
 }
 
@@ -115,11 +152,13 @@ impl Store {
         // SAFETY: the cache directory belongs to tbserver; files are replaced
         // by rename, never modified in place.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
-        let header = format::validate(&map, material, layout.size).map_err(|e| format!("{}: {e}", path.display()))?;
+        let (header, sections) =
+            format::validate(&map, material, layout.size).map_err(|e| format!("{}: {e}", path.display()))?;
         Ok(Some(Table {
             material: material.clone(),
             layout: layout.clone(),
             data: Data::Mapped(map),
+            sections,
             path: Some(path),
             legal_positions: header.legal_positions,
             generated_secs: None,
@@ -141,7 +180,7 @@ impl Store {
         }
         let start = Instant::now();
         let g = generate(&layout, &|b: &Board| self.lookup(b))?;
-        let bytes = format::encode(material, &g.dtz, &g.dtm, g.legal_positions);
+        let bytes = format::encode(material, &g.dtz, &g.dtm, &g.dtm50, g.legal_positions);
         drop(g);
         let secs = start.elapsed().as_secs_f64();
         let path = self.path_of(material);
@@ -161,13 +200,14 @@ impl Store {
             }
             Err(e) => {
                 tracing::warn!(table = %material.name(), "could not cache built-in table in {}: {e}", self.dir.display());
-                let legal_positions = u64::from_le_bytes(bytes[48..56].try_into().unwrap());
+                let (header, sections) = format::validate(&bytes, material, layout.size)?;
                 Table {
                     material: material.clone(),
                     layout,
                     data: Data::Owned(bytes),
+                    sections,
                     path: None,
-                    legal_positions,
+                    legal_positions: header.legal_positions,
                     generated_secs: Some(secs),
                 }
             }
@@ -182,9 +222,15 @@ impl Store {
         Ok(Arc::new(table))
     }
 
-    /// (DTZ50'', DTM) of a position without en-passant rights, from the
-    /// side to move's point of view.
-    pub fn lookup(&self, b: &Board) -> Result<(u16, u16), String> {
+    /// The values of a position without en-passant rights (DTM50 at clock
+    /// 0), from the side to move's point of view.
+    pub fn lookup(&self, b: &Board) -> Result<Values, String> {
+        let (t, idx) = self.locate(b)?;
+        Ok(t.map_or(Values::DRAW, |t| t.values(idx)))
+    }
+
+    /// The table and index of a position; no table for bare kings.
+    fn locate(&self, b: &Board) -> Result<(Option<Arc<Table>>, u32), String> {
         let (mut white, mut black) = (Vec::new(), Vec::new());
         for &(c, r, _) in &b.men {
             if r != Role::King {
@@ -192,7 +238,7 @@ impl Store {
             }
         }
         if white.is_empty() && black.is_empty() {
-            return Ok((DRAW, DRAW));
+            return Ok((None, 0));
         }
         let m = Material::new(white, black);
         let flip = !m.is_canonical();
@@ -200,7 +246,7 @@ impl Store {
         let t = self.table(&m)?;
         let pos = pos_in(&t.layout, b, flip);
         let idx = t.layout.index(&pos);
-        Ok((t.dtz(idx), t.dtm(idx)))
+        Ok((Some(t), idx))
     }
 }
 
@@ -239,10 +285,10 @@ impl Store {
     pub fn probe(&self, pos: &shakmaty::Chess) -> Result<Option<(u16, u16)>, String> {
         use shakmaty::{EnPassantMode, Position};
 
-        use super::value::{UNKNOWN, back_one_ply, back_zeroing, better};
+        use value::{UNKNOWN, back_one_ply, back_zeroing, better};
         let Some(b) = board_of(pos) else { return Ok(None) };
         if pos.ep_square(EnPassantMode::Legal).is_none() {
-            return self.lookup(&b).map(Some);
+            return self.lookup(&b).map(|v| Some((v.dtz, v.dtm)));
         }
         let (mut dtz, mut dtm) = (UNKNOWN, UNKNOWN);
         for m in pos.legal_moves() {
@@ -254,6 +300,41 @@ impl Store {
             dtm = better(dtm, back_one_ply(d));
         }
         Ok(Some((dtz, dtm)))
+    }
+
+    /// DTM50 of a legal position with at most 4 men and no castling rights
+    /// at half-move clock `clock`, or `None` for more men. From clock 100 on
+    /// only a mate on the board counts; anything else is drawn.
+    pub fn probe_dtm50(&self, pos: &shakmaty::Chess, clock: u32) -> Result<Option<u16>, String> {
+        use shakmaty::{EnPassantMode, Position};
+
+        use value::{UNKNOWN, back_one_ply, better};
+        let Some(b) = board_of(pos) else { return Ok(None) };
+        if clock >= dtm50::DRAW_CLOCK {
+            let mate_counts = clock == dtm50::DRAW_CLOCK && pos.is_checkmate();
+            return Ok(Some(if mate_counts { value::loss(0) } else { value::DRAW }));
+        }
+        if pos.ep_square(EnPassantMode::Legal).is_none() {
+            let (t, idx) = self.locate(&b)?;
+            return Ok(Some(t.map_or(value::DRAW, |t| t.at_clock(idx, clock))));
+        }
+        let mut best = UNKNOWN;
+        for m in pos.legal_moves() {
+            let next_clock = if m.is_zeroing() { 0 } else { clock + 1 };
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let v = self.probe_dtm50(&child, next_clock)?.expect("a move does not add men");
+            best = better(best, back_one_ply(v));
+        }
+        Ok(Some(best))
+    }
+
+    /// The whole DTM50 function of a position without en-passant rights, as
+    /// stored: its segments in clock order (none for a draw at every clock).
+    pub fn dtm50_segments(&self, pos: &shakmaty::Chess) -> Result<Option<Vec<dtm50::Segment>>, String> {
+        let Some(b) = board_of(pos) else { return Ok(None) };
+        let (t, idx) = self.locate(&b)?;
+        Ok(Some(t.map_or_else(Vec::new, |t| t.segments_of(idx))))
     }
 }
 
@@ -286,7 +367,8 @@ mod tests {
             turn: Color::White,
         };
         let s = Store::new(&dir, false);
-        assert_eq!(s.lookup(&b).unwrap(), (super::super::value::win(1), super::super::value::win(1)));
+        let mate_in_one = super::super::value::win(1);
+        assert_eq!(s.lookup(&b).unwrap(), Values { dtz: mate_in_one, dtm: mate_in_one, dtm50: mate_in_one });
         let _ = fs::remove_dir_all(&dir);
     }
 }

@@ -18,7 +18,7 @@ pub async fn probe_get(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::MateFirst)).await
+    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
 }
 
 #[derive(Debug, Deserialize)]
@@ -49,7 +49,7 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                 .iter()
                 .map(|fen| {
                     parse_fen(fen)
-                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::MateFirst))
+                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::Dtm50First))
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
@@ -59,11 +59,23 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
     bytes.map(json_bytes)
 }
 
+/// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.
+#[derive(Debug, Deserialize)]
+pub struct MetricQuery {
+    #[serde(default)]
+    metric: MoveOrder,
+}
+
 pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
+    metric: Result<Query<MetricQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Mainline, |tb, pos| probe::mainline(tb, pos, MoveOrder::MateFirst)).await
+    let Query(MetricQuery { metric }) = metric.map_err(|_| ApiError::InvalidParameter {
+        name: "metric",
+        reason: "expected one of dtm50, dtm, dtz".into(),
+    })?;
+    answer_fen(&state, query, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
 }
 
 pub async fn tables(State(state): State<AppState>) -> Response {
