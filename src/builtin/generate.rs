@@ -185,6 +185,8 @@ pub struct Generated {
     pub dtm: Vec<u16>,
     pub dtm50: Dtm50Data,
     pub legal_positions: u64,
+    /// Time spent solving DTM50 (the rest is WDL50, DTZ50'' and DTM).
+    pub dtm50_secs: f64,
 }
 
 /// Generates the table laid out by `l`; `lookup` answers for other tables.
@@ -204,6 +206,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
     let mut exit_dtm50 = vec![UNKNOWN; l.size];
     let mut threshold = vec![0i8; l.size];
     let mut mark = vec![0u16; l.size];
+    let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
         for &idx in members {
             let p = l.unchecked_pos(idx);
@@ -263,9 +266,14 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
         }
         solve(l, members, &mut counter.clone(), &exit_dtz, &mut dtz);
         solve(l, members, &mut counter.clone(), &exit_dtm, &mut dtm);
+        let start = std::time::Instant::now();
         dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut threshold, &mut mark, &mut dtm50);
+        dtm50_secs += start.elapsed().as_secs_f64();
     }
-    Ok(Generated { dtz, dtm, dtm50: dtm50.finish(), legal_positions })
+    let start = std::time::Instant::now();
+    let dtm50 = dtm50.finish();
+    dtm50_secs += start.elapsed().as_secs_f64();
+    Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may
