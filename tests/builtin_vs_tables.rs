@@ -242,11 +242,15 @@ fn every_value_is_consistent_with_its_successors() {
         let clocks = AtomicU64::new(0);
         let n = for_each_position(&m, |pos, dtz, dtm| {
             let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
-            let own = s.dtm50_segments(pos).unwrap().unwrap();
+            // Segments of this position, then of each quiet reply (`quiet`
+            // holds their ranges).
+            let mut segs: Vec<Segment> = Vec::new();
+            s.probe_function(pos, &mut segs).unwrap().unwrap();
+            let own_len = segs.len();
             // DTM50 as a function of the clock: the breakpoints (last clock
             // of each constant run) of this position and of every reply.
             let mut breakpoints = vec![LAST_MOVE_CLOCK];
-            breakpoints.extend(own.iter().map(|g| g.max_clock));
+            breakpoints.extend(segs.iter().map(|g| g.max_clock));
             let moves = pos.legal_moves();
             let (mut ez, mut em) = (value::UNKNOWN, value::UNKNOWN);
             if moves.is_empty() {
@@ -256,30 +260,32 @@ fn every_value_is_consistent_with_its_successors() {
             // Replies by their DTM50: fixed after a zeroing move (the clock
             // restarts), or the reply's own segments one clock later.
             let mut fixed = value::UNKNOWN;
-            let mut quiet: Vec<Vec<Segment>> = Vec::new();
+            let mut quiet: Vec<std::ops::Range<usize>> = Vec::new();
             for mv in moves {
                 let zeroing = mv.is_zeroing();
                 let mut child = pos.clone();
                 child.play_unchecked(mv);
-                let (cz, cm) = if child.is_checkmate() {
-                    (value::loss(0), value::loss(0))
-                } else if child.board().occupied().count() == 2 || child.is_stalemate() {
-                    (value::DRAW, value::DRAW)
+                let mated = child.is_checkmate();
+                let start = segs.len();
+                let (cz, cm, c50) = if mated {
+                    // A mate counts up to clock 100, so at every clock.
+                    (value::loss(0), value::loss(0), value::loss(0))
+                } else if child.board().occupied().count() == 2 {
+                    (value::DRAW, value::DRAW, value::DRAW)
+                } else if zeroing {
+                    let (z, m) = s.probe(&child).unwrap().unwrap();
+                    (z, m, s.probe_dtm50(&child, 0).unwrap().unwrap())
                 } else {
-                    s.probe(&child).unwrap().unwrap()
+                    let v = s.probe_function(&child, &mut segs).unwrap().unwrap();
+                    (v.dtz, v.dtm, value::UNKNOWN)
                 };
                 ez = value::better(ez, if zeroing { value::back_zeroing(cz) } else { value::back_one_ply(cz) });
                 em = value::better(em, value::back_one_ply(cm));
-                if zeroing {
-                    let c50 = if child.board().occupied().count() == 2 { value::DRAW } else { s.probe_dtm50(&child, 0).unwrap().unwrap() };
+                if c50 != value::UNKNOWN {
                     fixed = value::better(fixed, value::back_one_ply(c50));
-                } else if child.is_checkmate() {
-                    // A mate counts up to clock 100.
-                    fixed = value::better(fixed, value::win(1));
                 } else {
-                    let segs = s.dtm50_segments(&child).unwrap().unwrap();
-                    breakpoints.extend(segs.iter().filter(|g| g.max_clock > 0).map(|g| g.max_clock - 1));
-                    quiet.push(segs);
+                    breakpoints.extend(segs[start..].iter().filter(|g| g.max_clock > 0).map(|g| g.max_clock - 1));
+                    quiet.push(start..segs.len());
                 }
             }
             if (ez, em) != (dtz, dtm) {
@@ -301,14 +307,14 @@ fn every_value_is_consistent_with_its_successors() {
             for &c in &breakpoints {
                 let c = c as u32;
                 let mut expect = fixed;
-                for segs in &quiet {
-                    expect = value::better(expect, value::back_one_ply(at(segs, c + 1)));
+                for r in &quiet {
+                    expect = value::better(expect, value::back_one_ply(at(&segs[r.clone()], c + 1)));
                 }
                 if ez == value::loss(0) || ez == value::DRAW && em == value::DRAW && quiet.is_empty() && fixed == value::UNKNOWN {
                     // Mated or stalemated: the rules decide at every clock.
                     expect = ez;
                 }
-                let stored = at(&own, c);
+                let stored = at(&segs[..own_len], c);
                 if stored != expect {
                     bad.fetch_add(1, Ordering::Relaxed);
                     failures.add(format!(
@@ -320,7 +326,7 @@ fn every_value_is_consistent_with_its_successors() {
                 }
             }
             clocks.fetch_add(breakpoints.len() as u64, Ordering::Relaxed);
-            if let Err(e) = dtm50_agrees_with_dtm_and_wdl(&own, dtz, dtm) {
+            if let Err(e) = dtm50_agrees_with_dtm_and_wdl(&segs[..own_len], dtz, dtm) {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!("{}: {e}", fen()));
             }

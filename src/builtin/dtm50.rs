@@ -167,21 +167,21 @@ pub trait Dtm50View {
         DRAW
     }
 
-    /// Every segment of `idx`, in clock order (empty for a draw).
-    fn segments_of(&self, idx: u32) -> Vec<Segment> {
+    /// Appends every segment of `idx` to `out`, in clock order (none for a
+    /// draw at every clock).
+    fn segments_into(&self, idx: u32, out: &mut Vec<Segment>) {
         let first = self.inline(idx);
         let seg = Segment::unpack(first & !MORE);
         if !(value::is_win(seg.value) || value::is_loss(seg.value)) {
-            return Vec::new();
+            return;
         }
-        let mut out = vec![seg];
+        out.push(seg);
         if first & MORE != 0 {
             let k = self.overflow_slot(idx);
             for s in self.overflow_start(k)..self.overflow_start(k + 1) {
                 out.push(Segment::unpack(self.segment(s as usize)));
             }
         }
-        out
     }
 }
 

@@ -336,12 +336,16 @@ impl Store {
         Ok(Some(best))
     }
 
-    /// The whole DTM50 function of a position without en-passant rights, as
-    /// stored: its segments in clock order (none for a draw at every clock).
-    pub fn dtm50_segments(&self, pos: &shakmaty::Chess) -> Result<Option<Vec<dtm50::Segment>>, String> {
+    /// The values of a position without en-passant rights, and its whole
+    /// DTM50 function as stored: segments in clock order, appended to
+    /// `segments` (none for a draw at every clock).
+    pub fn probe_function(&self, pos: &shakmaty::Chess, segments: &mut Vec<dtm50::Segment>) -> Result<Option<Values>, String> {
         let Some(b) = board_of(pos) else { return Ok(None) };
         let (t, idx) = self.locate(&b)?;
-        Ok(Some(t.map_or_else(Vec::new, |t| t.segments_of(idx))))
+        Ok(Some(t.map_or(Values::DRAW, |t| {
+            t.segments_into(idx, segments);
+            t.values(idx)
+        })))
     }
 }
 
