@@ -12,7 +12,7 @@ use crate::{
     error::ApiError,
     material,
     request::normalized_fen,
-    search::{self, MateBound, NoBound},
+    search::{self, Derivation, MateBound, MateSide, NoBound},
     sources::TableError,
     tablebase::Tablebases,
 };
@@ -199,7 +199,20 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
 }
 
 fn set_mate_bound(info: &mut PositionInfo, pos: &Chess) {
-    let bound = search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies));
+    // Exact DTM50 (up to 4 pieces) is the bound itself.
+    let from_table = info.dtm50.filter(|_| info.sources.dtm50 != Some(Source::Rules)).map(|d| {
+        if d.is_decided() {
+            let side = if d.plies > 0 { MateSide::Win } else { MateSide::Loss };
+            Ok(MateBound::new(side, d.plies.unsigned_abs(), d.plies.unsigned_abs(), Derivation::Dtm50))
+        } else if info.wdl().is_some_and(|w| w != Wdl::Draw) {
+            Err(NoBound::FiftyMoveRule)
+        } else {
+            Err(NoBound::Draw)
+        }
+    });
+    let bound = from_table.unwrap_or_else(|| {
+        search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies))
+    });
     match bound {
         Ok(bound) => info.mate_bound = Some(bound),
         Err(reason) => info.no_mate_bound = Some(reason),

@@ -105,9 +105,15 @@ fn api_serves_exact_dtm50() {
         if plies == 0 {
             drawn += 1;
             assert!(dtm50["mate_in_moves"].is_null());
+            let reason = if answer["wdl50"] == 0 { "draw" } else { "fifty_move_rule" };
+            assert_eq!(answer["no_mate_bound"]["reason"], reason, "{f}: {answer}");
             continue;
         }
         decided += 1;
+        // The mate bound is DTM50 itself.
+        let bound = &answer["mate_bound"];
+        assert_eq!(bound["derived_from"], "dtm50", "{f}");
+        assert_eq!((bound["min_plies"].as_i64(), bound["max_plies"].as_i64()), (Some(plies.abs()), Some(plies.abs())));
         assert_eq!(dtm50["mate_in_moves"].as_i64().unwrap(), plies.signum() * ((plies.abs() + 1) / 2));
         // The first move keeps the distance: one ply less, from the other side.
         let best = &answer["moves"][0];
