@@ -20,7 +20,7 @@ use shakmaty::{Chess, EnPassantMode, Position, fen::Fen, uci::UciMove};
 use tbserver::{
     builtin::all_materials,
     config::{BuiltinMode, Config},
-    search::{Limits, Oracle, Score, ScoreBound, SearchOptions, StopReason, WithoutDtm50, analyse},
+    search::{Limits, Oracle, Score, ScoreBound, SearchOptions, StopReason, WithoutDtm, WithoutDtm50, analyse},
     tablebase::Tablebases,
 };
 
@@ -155,11 +155,19 @@ fn api_serves_exact_dtm50() {
 
 /// The search, with the DTM50 tables hidden from it, against those tables:
 /// an exact score must equal the table, any other mate score must bound it,
-/// and the move it plays must keep the verdict.
+/// and the move it plays must keep the verdict. Once with DTM visible
+/// (Gaviota, built-in), once with WDL and DTZ alone.
 #[test]
 fn search_agrees_with_dtm50_tables() {
     let Some(config) = config(true) else { return };
     let tables = Arc::new(tbserver::app::open_tablebases(&config));
+    let with_dtm = WithoutDtm50(tables.as_ref());
+    let without_dtm = WithoutDtm(tables.as_ref());
+    search_against_dtm50(&tables, &with_dtm, "WDL, DTZ and DTM visible");
+    search_against_dtm50(&tables, &without_dtm, "WDL and DTZ only");
+}
+
+fn search_against_dtm50(tables: &Tablebases, hidden: &(dyn Oracle + Sync), label: &str) {
     let count = env_or("TBSERVER_DTM50_SEARCH_POSITIONS", 1000) as usize;
     let movetime = Duration::from_millis(env_or("TBSERVER_DTM50_SEARCH_MS", 250));
     let all = positions(count, 0xd7_50_5eed);
@@ -177,14 +185,13 @@ fn search_agrees_with_dtm50_tables() {
     let start = Instant::now();
     std::thread::scope(|scope| {
         for part in all.chunks(all.len().div_ceil(2)) {
-            let (tables, tally) = (&tables, &tally);
+            let tally = &tally;
             scope.spawn(move || {
-                let hidden = WithoutDtm50(tables.as_ref());
                 for p in part {
-                    let truth = Oracle::dtm50_plies(tables.as_ref(), p, p.halfmoves()).expect("built-in tables cover 4 pieces");
+                    let truth = Oracle::dtm50_plies(tables, p, p.halfmoves()).expect("built-in tables cover 4 pieces");
                     let cancel = Arc::new(AtomicBool::new(false));
                     let limits = Limits { movetime: Some(movetime), ..Default::default() };
-                    let r = analyse(p, &hidden, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
+                    let r = analyse(p, hidden, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
                     let mut t = tally.lock().unwrap();
                     t.decided += usize::from(truth != 0);
                     let fail = |t: &mut Tally, why: String| t.failures.push(format!("{} (DTM50 {truth}): {why}", fen(p)));
@@ -212,7 +219,7 @@ fn search_agrees_with_dtm50_tables() {
                         let mover = if after.is_checkmate() {
                             1
                         } else {
-                            through(i64::from(Oracle::dtm50_plies(tables.as_ref(), &after, after.halfmoves()).unwrap_or(0)))
+                            through(i64::from(Oracle::dtm50_plies(tables, &after, after.halfmoves()).unwrap_or(0)))
                         };
                         if mover.signum() != i64::from(truth.signum()) {
                             fail(&mut t, format!("played {} which changes the result", best.uci));
@@ -225,7 +232,7 @@ fn search_agrees_with_dtm50_tables() {
     let t = tally.into_inner().unwrap();
     let n = all.len();
     report!(
-        "search vs DTM50 tables: {n} positions ({} decided) at {} ms each, {:.0} s in all: exact {} ({:.1}% of decided), \
+        "search vs DTM50 tables ({label}): {n} positions ({} decided) at {} ms each, {:.0} s in all: exact {} ({:.1}% of decided), \
          at most {}, at least {}, draws {}, wins without a mate score {}, failures {}",
         t.decided,
         movetime.as_millis(),
