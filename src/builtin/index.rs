@@ -52,6 +52,64 @@ fn anti_transpose(sq: u8) -> u8 {
     transpose(sq ^ 63)
 }
 
+/// The 8 board symmetries as square maps: bit 0 mirrors files, bit 1
+/// mirrors ranks, bit 2 then transposes.
+const SYMMETRIES: [[u8; 64]; 8] = {
+    let mut t = [[0u8; 64]; 8];
+    let mut s = 0;
+    while s < 8 {
+        let mut sq = 0;
+        while sq < 64 {
+            let mut x = sq as u8;
+            if s & 1 != 0 {
+                x ^= 7;
+            }
+            if s & 2 != 0 {
+                x ^= 56;
+            }
+            if s & 4 != 0 {
+                x = ((x & 7) << 3) | (x >> 3);
+            }
+            t[s][sq] = x;
+            sq += 1;
+        }
+        s += 1;
+    }
+    t
+};
+
+/// For each white king square, the symmetry that brings it into the
+/// a1–d1–d4 triangle (pawnless tables).
+const TO_TRIANGLE: [u8; 64] = {
+    let mut t = [0u8; 64];
+    let mut sq = 0;
+    while sq < 64 {
+        let (mut file, mut rank) = (sq % 8, sq / 8);
+        let mut s = 0;
+        if file > 3 {
+            s |= 1;
+            file = 7 - file;
+        }
+        if rank > 3 {
+            s |= 2;
+            rank = 7 - rank;
+        }
+        if rank > file {
+            s |= 4;
+        }
+        t[sq] = s;
+        sq += 1;
+    }
+    t
+};
+
+/// Applies a symmetry to all four slots (an absent man's garbage stays
+/// harmless: its stride is 0).
+#[inline]
+fn apply(sym: &[u8; 64], sq: [u8; 4]) -> [u8; 4] {
+    [sym[sq[0] as usize & 63], sym[sq[1] as usize & 63], sym[sq[2] as usize & 63], sym[sq[3] as usize & 63]]
+}
+
 /// How a table lays out its positions.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -130,44 +188,22 @@ impl Layout {
     /// on ranks 2–7).
     #[inline]
     pub fn index(&self, pos: &Pos) -> u32 {
-        let mut s = pos.sq;
-        let wk = s[0];
+        let wk = pos.sq[0];
         if self.pawns {
-            if wk & 7 > 3 {
-                for x in &mut s[..self.n] {
-                    *x ^= 7;
-                }
-            }
+            let mut s = if wk & 7 > 3 { apply(&SYMMETRIES[1], pos.sq) } else { pos.sq };
             self.sort_identical(&mut s);
             return self.raw_index(&s, pos.turn);
         }
-        let mut mask = 0;
-        if wk & 7 > 3 {
-            mask ^= 7;
-        }
-        if wk >> 3 > 3 {
-            mask ^= 56;
-        }
-        for x in &mut s[..self.n] {
-            *x ^= mask;
-        }
-        let wk = s[0];
-        if (wk >> 3) > (wk & 7) {
-            for x in &mut s[..self.n] {
-                *x = transpose(*x);
-            }
-        }
-        let diagonal = (s[0] >> 3) == (s[0] & 7);
+        let s = apply(&SYMMETRIES[TO_TRIANGLE[wk as usize] as usize], pos.sq);
         let mut a = s;
         self.sort_identical(&mut a);
         let ia = self.raw_index(&a, pos.turn);
-        if !diagonal {
+        // On the a1–h8 diagonal the transposed position is in the triangle
+        // too: take the smaller index of the two.
+        if (s[0] >> 3) != (s[0] & 7) {
             return ia;
         }
-        let mut b = s;
-        for x in &mut b[..self.n] {
-            *x = transpose(*x);
-        }
+        let mut b = apply(&SYMMETRIES[4], s);
         self.sort_identical(&mut b);
         ia.min(self.raw_index(&b, pos.turn))
     }
