@@ -85,7 +85,7 @@ fn api_serves_exact_dtm50() {
     let Some(config) = config(false) else { return };
     let server = TestServer::start(config);
     let (mut decided, mut drawn, mut moves_checked, mut lines, mut analysed) = (0, 0, 0, 0, 0);
-    for p in positions(240, 0xd7_50_0001) {
+    for p in positions(240, 0xd750_0001) {
         let f = fen(&p);
         let (status, answer) = server.get(&format!("/api/v1/probe?fen={}", enc(&f)));
         assert_eq!(status, 200, "{f}: {answer}");
@@ -170,7 +170,7 @@ fn search_agrees_with_dtm50_tables() {
 fn search_against_dtm50(tables: &Tablebases, hidden: &(dyn Oracle + Sync), label: &str) {
     let count = env_or("TBSERVER_DTM50_SEARCH_POSITIONS", 1000) as usize;
     let movetime = Duration::from_millis(env_or("TBSERVER_DTM50_SEARCH_MS", 250));
-    let all = positions(count, 0xd7_50_5eed);
+    let all = positions(count, 0xd750_5eed);
     #[derive(Default)]
     struct Tally {
         exact: usize,

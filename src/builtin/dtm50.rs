@@ -208,23 +208,35 @@ const NONE_YET: i8 = -1;
 /// A mated position: lost at every clock up to and including 100.
 const MATED: i8 = DRAW_CLOCK as i8;
 
+/// Per-position working state of the analysis, reused across layers.
+pub struct Scratch {
+    /// Largest clock at which the position is won (for a DTM win) or lost
+    /// (for a DTM loss) within the current distance.
+    thr: Vec<i8>,
+    /// Distance at which the position was last queued (deduplication).
+    mark: Vec<u16>,
+}
+
+impl Scratch {
+    pub fn new(size: usize) -> Scratch {
+        Scratch { thr: vec![NONE_YET; size], mark: vec![0; size] }
+    }
+}
+
 /// Solves one layer. `dtm` is already solved and tells which side each
 /// position can at best hope for; `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics.
-///
-/// `thr[i]` is the largest clock at which position `i` is won (for a DTM
-/// win) or lost (for a DTM loss) within the current distance.
 pub fn solve_layer(
     l: &Layout,
     members: &[u32],
     counter: &mut [u8],
     exit: &[u16],
     dtm: &[u16],
-    thr: &mut [i8],
-    mark: &mut [u16],
+    scratch: &mut Scratch,
     out: &mut Builder,
 ) {
+    let Scratch { thr, mark } = scratch;
     let mut win_exits: Vec<Vec<u32>> = Vec::new();
     let mut loss_exits: Vec<Vec<u32>> = Vec::new();
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {

@@ -204,8 +204,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
     let mut exit_dtz = vec![UNKNOWN; l.size];
     let mut exit_dtm = vec![UNKNOWN; l.size];
     let mut exit_dtm50 = vec![UNKNOWN; l.size];
-    let mut threshold = vec![0i8; l.size];
-    let mut mark = vec![0u16; l.size];
+    let mut scratch = dtm50::Scratch::new(l.size);
     let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
         for &idx in members {
@@ -267,7 +266,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
         solve(l, members, &mut counter.clone(), &exit_dtz, &mut dtz);
         solve(l, members, &mut counter.clone(), &exit_dtm, &mut dtm);
         let start = std::time::Instant::now();
-        dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut threshold, &mut mark, &mut dtm50);
+        dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
         dtm50_secs += start.elapsed().as_secs_f64();
     }
     let start = std::time::Instant::now();
