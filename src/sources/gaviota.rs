@@ -42,6 +42,16 @@ impl GaviotaSource {
     /// Initialises libgtb with `dirs` and a cache of `cache_bytes`. Directories
     /// without Gaviota files are reported and ignored.
     pub fn open(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+        GaviotaSource::open_impl(dirs, cache_bytes, false)
+    }
+
+    /// As [`GaviotaSource::open`], but restarts the library even when the
+    /// directories are the same, so that it sees files replaced since.
+    pub fn reopen(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+        GaviotaSource::open_impl(dirs, cache_bytes, true)
+    }
+
+    fn open_impl(dirs: &[PathBuf], cache_bytes: usize, restart: bool) -> GaviotaSource {
         let mut tables = Vec::new();
         let mut usable_dirs = Vec::new();
         for dir in dirs {
@@ -78,7 +88,7 @@ impl GaviotaSource {
         }
         let max_pieces = tables.iter().filter(|t| t.problems.is_empty()).map(|t| t.pieces).max().unwrap_or(0);
         if max_pieces > 0 {
-            init_library(&usable_dirs, cache_bytes);
+            init_library(&usable_dirs, cache_bytes, restart);
         }
         GaviotaSource { tables, max_pieces }
     }
@@ -93,11 +103,11 @@ fn gaviota_material(stem: &str) -> String {
     }
 }
 
-fn init_library(dirs: &[PathBuf], cache_bytes: usize) {
+fn init_library(dirs: &[PathBuf], cache_bytes: usize, restart: bool) {
     let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
     {
         let state = LIB.read().unwrap_or_else(|e| e.into_inner());
-        if state.as_ref().is_some_and(|s| s.dirs == dirs && s.cache_bytes == cache_bytes) {
+        if !restart && state.as_ref().is_some_and(|s| s.dirs == dirs && s.cache_bytes == cache_bytes) {
             return;
         }
     }

@@ -1,0 +1,258 @@
+//! Broken, misnamed and replaced table files: the service starts, lists
+//! them, answers positions that need them with `table_error` naming the
+//! table, and keeps serving everything else. All on copies of the shared
+//! tables in a temporary directory.
+
+#[macro_use]
+mod common;
+
+use std::{
+    collections::BTreeMap,
+    path::{Path, PathBuf},
+    sync::{
+        Arc,
+        atomic::{AtomicBool, Ordering},
+    },
+    time::{Duration, Instant},
+};
+
+use common::{TestServer, enc, syzygy_dir};
+use serde_json::Value;
+
+const KQVK: &str = "8/8/8/4k3/8/8/8/KQ6 w - - 0 1";
+const KRVK: &str = "8/8/8/4k3/8/8/8/KR6 w - - 0 1";
+const KPVK: &str = "8/8/8/4k3/8/8/P7/K7 w - - 0 1";
+const KBNVK: &str = "8/8/8/4k3/8/8/8/KBN5 w - - 0 1";
+/// No capture: a probe must read KQvKR itself.
+const KQVKR: &str = "1r6/8/8/4k3/8/8/8/K1Q5 w - - 0 1";
+
+/// A fresh directory with copies of the shared 3–4 piece Syzygy tables
+/// (writable, unlike the shared ones).
+fn copy_tables(name: &str) -> Option<PathBuf> {
+    let from = syzygy_dir()?;
+    let dir = std::env::temp_dir().join(format!("tbserver-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    for entry in std::fs::read_dir(&from).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if file.chars().filter(char::is_ascii_uppercase).count() <= 4 {
+            std::fs::write(dir.join(&file), std::fs::read(&path).unwrap()).unwrap();
+        }
+    }
+    Some(dir)
+}
+
+fn config(dir: &Path) -> tbserver::config::Config {
+    let mut config = tbserver::config::Config::default();
+    config.syzygy = vec![dir.to_owned()];
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    config.cache_entries = 0;
+    config
+}
+
+/// Bytes with a plausible Syzygy size (16 mod 64) and no Syzygy magic.
+fn garbage() -> Vec<u8> {
+    (0..16 + 64 * 4).map(|i: u32| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect()
+}
+
+fn problems(server: &TestServer) -> BTreeMap<String, String> {
+    let (_, tables) = server.get("/api/v1/tables");
+    tables["tables"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| !t["problems"].as_array().unwrap().is_empty())
+        .map(|t| (t["name"].as_str().unwrap().to_owned(), t["problems"].to_string()))
+        .collect()
+}
+
+fn probe(server: &TestServer, fen: &str) -> (u16, Value) {
+    server.get(&format!("/api/v1/probe?fen={}", enc(fen)))
+}
+
+fn assert_table_error((status, body): (u16, Value), table: &str) {
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "table_error", "{body}");
+    assert_eq!(body["error"]["table"], table, "{body}");
+}
+
+#[test]
+fn broken_files_are_listed_refused_and_the_rest_served() {
+    let Some(dir) = copy_tables("broken") else { return };
+    let krvk = std::fs::read(dir.join("KRvK.rtbw")).unwrap();
+    let kqvk = std::fs::read(dir.join("KQvK.rtbw")).unwrap();
+    // Wrongly named: valid magic and size, but KRvK's content.
+    std::fs::write(dir.join("KQvK.rtbw"), &krvk).unwrap();
+    std::fs::write(dir.join("KRvK.rtbw"), b"").unwrap();
+    std::fs::write(dir.join("KPvK.rtbw"), garbage()).unwrap();
+    // Right magic and header, cut short: found only when probed.
+    let kbnvk = std::fs::read(dir.join("KBNvK.rtbw")).unwrap();
+    std::fs::write(dir.join("KBNvK.rtbw"), &kbnvk[..16 + 64]).unwrap();
+    std::fs::write(dir.join("foo.rtbw"), &krvk).unwrap();
+    std::fs::write(dir.join("KQvKR.RTBW"), &kqvk).unwrap();
+    let server = TestServer::start(config(&dir));
+
+    let listed = problems(&server);
+    let names: Vec<&str> = listed.keys().map(String::as_str).collect();
+    assert_eq!(names, ["KPvK.rtbw", "KQvK.rtbw", "KQvKR.RTBW", "KRvK.rtbw", "foo.rtbw"], "{listed:#?}");
+    assert!(listed["KQvK.rtbw"].contains("wrongly named"), "{}", listed["KQvK.rtbw"]);
+    assert!(listed["KRvK.rtbw"].contains("unexpected size 0"), "{}", listed["KRvK.rtbw"]);
+    assert!(listed["KPvK.rtbw"].contains("bad magic"), "{}", listed["KPvK.rtbw"]);
+    assert!(listed["KQvKR.RTBW"].contains("lower-case"), "{}", listed["KQvKR.RTBW"]);
+    assert!(listed["foo.rtbw"].contains("not a material key"), "{}", listed["foo.rtbw"]);
+
+    assert_table_error(probe(&server, KQVK), "KQvK.rtbw");
+    assert_table_error(probe(&server, KRVK), "KRvK.rtbw");
+    assert_table_error(probe(&server, KPVK), "KPvK.rtbw");
+    assert_table_error(probe(&server, KBNVK), "KBNvK.rtbw");
+    // Found on first use, then listed too.
+    assert!(problems(&server).get("KBNvK.rtbw").is_some_and(|p| p.contains("failed when probed")));
+    // Everything else is served (KQvKR from its good lower-case file would
+    // be too, but its moves lead into the broken KQvK).
+    let (status, body) = probe(&server, "8/8/8/4k3/8/8/8/KBB5 w - - 0 1");
+    assert_eq!((status, body["category"].as_str()), (200, Some("win")), "{body}");
+    let (status, body) = server.get(&format!("/standard?fen={}", enc("8/8/8/4k3/8/8/8/KNN5 w - - 0 1")));
+    assert_eq!((status, body["category"].as_str()), (200, Some("draw")), "{body}");
+    report!("broken tables: {} listed, 4 refused probes answered table_error, others served", listed.len() + 1);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The documented update procedure: write the new file beside the old one,
+/// `rename()` it over, rescan (SIGHUP). Under a steady probe load, nothing
+/// fails except the intended `table_error` of the table that is garbage at
+/// the time, and the rescan serves the new content.
+#[test]
+fn replacement_by_rename_under_load() {
+    let Some(dir) = copy_tables("rename") else { return };
+    let good = std::fs::read(dir.join("KQvK.rtbw")).unwrap();
+    let krvk_dtz = std::fs::read(dir.join("KRvK.rtbz")).unwrap();
+    std::fs::write(dir.join("KQvK.rtbw"), garbage()).unwrap();
+    let server = Arc::new(TestServer::start(config(&dir)));
+    assert_table_error(probe(&server, KQVK), "KQvK.rtbw");
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let clients: Vec<_> = (0..6)
+        .map(|i| {
+            let (server, stop) = (Arc::clone(&server), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+                let fens = [KQVK, KRVK, KPVK, KBNVK, KQVKR];
+                let mut n = i;
+                while !stop.load(Ordering::Relaxed) {
+                    let fen = fens[n % fens.len()];
+                    n += 1;
+                    let outcome = match reqwest::blocking::get(format!("{}/api/v1/probe?fen={}", server.base, enc(fen))) {
+                        Err(e) => format!("connection error: {e}"),
+                        Ok(r) => {
+                            let status = r.status().as_u16();
+                            let body: Value = r.json().unwrap_or(Value::Null);
+                            match status {
+                                200 => "200".to_owned(),
+                                _ => format!("{status} {} {}", body["error"]["code"], body["error"]["table"]),
+                            }
+                        }
+                    };
+                    *outcomes.entry(outcome).or_default() += 1;
+                }
+                outcomes
+            })
+        })
+        .collect();
+
+    let replace = |name: &str, bytes: &[u8]| {
+        let tmp = dir.join(format!("{name}.new"));
+        std::fs::write(&tmp, bytes).unwrap();
+        std::fs::rename(&tmp, dir.join(name)).unwrap();
+    };
+    let bad = garbage();
+    let start = Instant::now();
+    let mut rescans = 0;
+    for round in 0..6 {
+        std::thread::sleep(Duration::from_millis(150));
+        // Garbage → good on even rounds, good → garbage on odd ones; KRvK's
+        // DTZ table, mapped by running probes, is replaced by a copy each time.
+        replace("KQvK.rtbw", if round % 2 == 0 { &good } else { &bad });
+        replace("KRvK.rtbz", &krvk_dtz);
+        server.state.rescan();
+        rescans += 1;
+    }
+    // Ends on the good file.
+    replace("KQvK.rtbw", &good);
+    server.state.rescan();
+    std::thread::sleep(Duration::from_millis(150));
+    stop.store(true, Ordering::Relaxed);
+    let mut outcomes: BTreeMap<String, usize> = BTreeMap::new();
+    for client in clients {
+        for (k, v) in client.join().unwrap() {
+            *outcomes.entry(k).or_default() += v;
+        }
+    }
+    let total: usize = outcomes.values().sum();
+    let intended = r#"503 "table_error" "KQvK.rtbw""#;
+    let unexpected: Vec<_> = outcomes.iter().filter(|(k, _)| *k != "200" && *k != intended).collect();
+    assert!(unexpected.is_empty(), "unexpected outcomes: {outcomes:?}");
+    assert!(outcomes.get("200").is_some_and(|&n| n > 100), "{outcomes:?}");
+    let (status, body) = probe(&server, KQVK);
+    assert_eq!((status, body["category"].as_str(), body["sources"]["wdl50"].as_str()), (200, Some("win"), Some("syzygy")), "{body}");
+    assert!(problems(&server).is_empty(), "{:?}", problems(&server));
+    report!(
+        "rename under load: {total} requests in {:.1} s across {} rescans: {outcomes:?}",
+        start.elapsed().as_secs_f64(),
+        rescans + 1
+    );
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Truncating a mapped table *in place* (not the update procedure): measured
+/// in a child process so that this test survives what happens to it.
+#[test]
+fn truncation_in_place_while_mapped_is_fatal_with_mmap() {
+    let Some(dir) = copy_tables("truncate") else { return };
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "truncate_mapped_table_child", "--ignored", "--nocapture", "--test-threads=1"])
+        .env("TBSERVER_TRUNCATE_DIR", &dir)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("child: probed before truncation"), "{stderr}");
+    use std::os::unix::process::ExitStatusExt;
+    // SIGBUS: the page behind the mapping is gone; no Rust code can turn
+    // that into an error. Hence the rename procedure, and a rescan refuses
+    // the truncated file (size check) for every later request.
+    assert_eq!(output.status.signal(), Some(7), "expected SIGBUS, got {:?}: {stderr}", output.status);
+    report!("truncation in place while mapped: child killed by SIGBUS (signal 7), as expected with mmap");
+    let server = TestServer::start(config(&dir));
+    assert!(problems(&server).get("KQvKR.rtbw").is_some_and(|p| p.contains("unexpected size 0")));
+    assert_table_error(probe(&server, KQVKR), "KQvKR.rtbw");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// With `syzygy_io = "read"` the same truncation is a `table_error`.
+#[test]
+fn truncation_in_place_is_a_table_error_with_read_io() {
+    let Some(dir) = copy_tables("truncate-read") else { return };
+    let mut config = config(&dir);
+    config.syzygy_io = tbserver::config::SyzygyIo::Read;
+    let server = TestServer::start(config);
+    let (status, body) = probe(&server, KQVKR);
+    assert_eq!((status, body["category"].as_str()), (200, Some("win")), "{body}");
+    std::fs::OpenOptions::new().write(true).open(dir.join("KQvKR.rtbw")).unwrap().set_len(0).unwrap();
+    assert_table_error(probe(&server, KQVKR), "KQvKR.rtbw");
+    let (status, _) = probe(&server, KRVK);
+    assert_eq!(status, 200);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+#[test]
+#[ignore = "run by truncation_in_place_while_mapped_is_fatal_with_mmap in a child process"]
+fn truncate_mapped_table_child() {
+    let dir = PathBuf::from(std::env::var_os("TBSERVER_TRUNCATE_DIR").expect("run by the parent test"));
+    let tb = tbserver::tablebase::Tablebases::from_dirs(&[dir.clone()], &[]);
+    let pos = tbserver::request::parse_fen(KQVKR).unwrap();
+    assert!(tb.wdl(&pos).unwrap().is_some());
+    eprintln!("child: probed before truncation");
+    std::fs::OpenOptions::new().write(true).open(dir.join("KQvKR.rtbw")).unwrap().set_len(0).unwrap();
+    let again = tb.wdl(&pos);
+    eprintln!("child: survived truncation: {again:?}");
+}
