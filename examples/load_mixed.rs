@@ -153,7 +153,7 @@ async fn main() {
         tasks.push(tokio::spawn(async move {
             // One client per task: its own connection (kept alive).
             let client = reqwest::Client::builder().pool_max_idle_per_host(1).timeout(Duration::from_secs(15)).build().unwrap();
-            let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ (i as u64 + 1) * 0x9e37_79b9);
+            let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ ((i as u64 + 1) * 0x9e37_79b9));
             // Spread the first requests over one interval.
             let mut next = Instant::now() + interval.mul_f64(rng.below(1000) as f64 / 1000.0);
             while Instant::now() < deadline {

@@ -75,10 +75,8 @@ pub struct Pipeline {
 impl Pipeline {
     pub fn new(syzygy: &Path) -> Pipeline {
         assert!(syzygy.is_dir(), "no Syzygy tables at {}", syzygy.display());
-        let mut config = Config::default();
-        config.syzygy = vec![syzygy.to_owned()];
+        let mut config = Config { syzygy: vec![syzygy.to_owned()], cache_entries: 1000, ..Config::default() };
         config.builtin.mode = BuiltinMode::Off;
-        config.cache_entries = 1000;
         config.search.max_movetime_ms = 5;
         config.search.default_movetime_ms = 5;
         let tablebases = std::sync::Arc::new(tbserver::app::open_tablebases(&config));

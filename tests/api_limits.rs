@@ -13,10 +13,8 @@ use tbserver::config::{BuiltinMode, Config};
 
 /// Syzygy 3–4 piece tables from the shared data, built-in tables off.
 fn config() -> Option<Config> {
-    let mut config = Config::default();
-    config.syzygy = vec![syzygy_dir()?];
+    let mut config = Config { syzygy: vec![syzygy_dir()?], cache_entries: 0, ..Config::default() };
     config.builtin.mode = BuiltinMode::Off;
-    config.cache_entries = 0;
     Some(config)
 }
 

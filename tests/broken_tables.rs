@@ -44,10 +44,8 @@ fn copy_tables(name: &str) -> Option<PathBuf> {
 }
 
 fn config(dir: &Path) -> tbserver::config::Config {
-    let mut config = tbserver::config::Config::default();
-    config.syzygy = vec![dir.to_owned()];
+    let mut config = tbserver::config::Config { syzygy: vec![dir.to_owned()], cache_entries: 0, ..Default::default() };
     config.builtin.mode = tbserver::config::BuiltinMode::Off;
-    config.cache_entries = 0;
     config
 }
 
@@ -248,7 +246,7 @@ fn truncation_in_place_is_a_table_error_with_read_io() {
 #[ignore = "run by truncation_in_place_while_mapped_is_fatal_with_mmap in a child process"]
 fn truncate_mapped_table_child() {
     let dir = PathBuf::from(std::env::var_os("TBSERVER_TRUNCATE_DIR").expect("run by the parent test"));
-    let tb = tbserver::tablebase::Tablebases::from_dirs(&[dir.clone()], &[]);
+    let tb = tbserver::tablebase::Tablebases::from_dirs(std::slice::from_ref(&dir), &[]);
     let pos = tbserver::request::parse_fen(KQVKR).unwrap();
     assert!(tb.wdl(&pos).unwrap().is_some());
     eprintln!("child: probed before truncation");

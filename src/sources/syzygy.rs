@@ -52,10 +52,10 @@ impl SyzygySource {
                 if !exact {
                     info.problems.push("extension not lower-case: not used (tables are *.rtbw, *.rtbz)".to_owned());
                 }
-                if info.problems.is_empty() {
-                    if let Err(err) = tablebase.add_file(&path) {
-                        info.problems.push(format!("not added: {err}"));
-                    }
+                if info.problems.is_empty()
+                    && let Err(err) = tablebase.add_file(&path)
+                {
+                    info.problems.push(format!("not added: {err}"));
                 }
                 if info.problems.is_empty() {
                     added += 1;
