@@ -7,7 +7,9 @@
 //!   Syzygy files carry no checksum, so flipped bits inside a block can go
 //!   unnoticed. Files are read with system calls, not mapped, so a
 //!   truncated file is an error here rather than SIGBUS.
-//! - Gaviota (`.gtb.cp4`): present and non-empty (libgtb has no safe check).
+//! - Gaviota (`.gtb.cp4`): the block index (header, offsets up to the file's
+//!   end); data inside blocks is not checked (no checksum, and libgtb is
+//!   not safe to probe on damaged files).
 //! - Built-in (`.tbsb`): header and CRC-32, by the store's own reader.
 
 use std::{collections::BTreeMap, path::Path};
@@ -42,8 +44,8 @@ pub fn verify_dir(dir: &Path, deep_samples: usize) -> std::io::Result<Vec<FileRe
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if name.ends_with(".gtb.cp4") {
             let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-            let problems = if bytes == 0 { vec!["empty file".to_owned()] } else { Vec::new() };
-            reports.push(FileReport { name, source: Source::Gaviota, checked: format!("{bytes} bytes"), problems });
+            let problems = crate::sources::gaviota::check_cp4_header(&path, bytes).err().into_iter().collect();
+            reports.push(FileReport { name, source: Source::Gaviota, checked: "block index".to_owned(), problems });
         } else if let Some(stem) = name.strip_suffix(".tbsb") {
             let problems = match Material::parse(stem).filter(|m| m.is_canonical()) {
                 None => vec![format!("{stem:?} is not a canonical material name")],

@@ -254,3 +254,37 @@ fn truncate_mapped_table_child() {
     let again = tb.wdl(&pos);
     eprintln!("child: survived truncation: {again:?}");
 }
+
+/// libgtb opens Gaviota files by name itself and crashes (SIGSEGV) on a
+/// garbage one, so files failing the block-index check are never handed to
+/// it. Syzygy still answers WDL and DTZ, so the answer is a 200 without DTM
+/// and with `table_error` naming the Gaviota file.
+#[test]
+fn broken_gaviota_files_are_refused() {
+    let (Some(gaviota), Some(syzygy)) = (common::gaviota_dir(), syzygy_dir()) else { return };
+    let dir = std::env::temp_dir().join(format!("tbserver-gaviota-broken-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let read = |name: &str| std::fs::read(gaviota.join(name)).unwrap();
+    std::fs::write(dir.join("kqk.gtb.cp4"), read("kqk.gtb.cp4")).unwrap();
+    std::fs::write(dir.join("krk.gtb.cp4"), garbage()).unwrap();
+    let kpk = read("kpk.gtb.cp4");
+    std::fs::write(dir.join("kpk.gtb.cp4"), &kpk[..kpk.len() / 2]).unwrap();
+    std::fs::write(dir.join("knk.gtb.cp4"), b"").unwrap();
+    // Syzygy (intact) answers WDL and DTZ; Gaviota DTM.
+    let mut config = tbserver::config::Config { gaviota: vec![dir.clone()], syzygy: vec![syzygy], cache_entries: 0, ..Default::default() };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    let server = TestServer::start(config);
+    let listed = problems(&server);
+    assert_eq!(listed.keys().map(String::as_str).collect::<Vec<_>>(), ["knk.gtb.cp4", "kpk.gtb.cp4", "krk.gtb.cp4"], "{listed:?}");
+    assert!(listed["kpk.gtb.cp4"].contains("truncated"), "{}", listed["kpk.gtb.cp4"]);
+    for (fen, table) in [(KRVK, "krk.gtb.cp4"), (KPVK, "kpk.gtb.cp4")] {
+        let (status, body) = probe(&server, fen);
+        assert_eq!((status, &body["dtm"]), (200, &Value::Null), "{body}");
+        assert!(body["wdl50"].is_i64(), "Syzygy still answers: {body}");
+        assert_eq!(body["table_error"]["table"], table, "{body}");
+    }
+    let (status, body) = probe(&server, KQVK);
+    assert_eq!((status, body["dtm"]["plies"].as_i64()), (200, Some(17)), "{body}");
+    std::fs::remove_dir_all(&dir).ok();
+}
