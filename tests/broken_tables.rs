@@ -288,3 +288,59 @@ fn broken_gaviota_files_are_refused() {
     assert_eq!((status, body["dtm"]["plies"].as_i64()), (200, Some(17)), "{body}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The real binary: a table replaced by rename is served after `kill -HUP`.
+#[test]
+fn sighup_rescans_the_running_binary() {
+    let Some(dir) = copy_tables("sighup") else { return };
+    let good = std::fs::read(dir.join("KQvK.rtbw")).unwrap();
+    std::fs::write(dir.join("KQvK.rtbw"), garbage()).unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    // Built-in tables off: they would answer in place of the broken file.
+    let config = dir.join("tbserver.toml");
+    std::fs::write(&config, "[builtin]\nmode = \"off\"\n").unwrap();
+    let child = std::process::Command::new(env!("CARGO_BIN_EXE_tbserver"))
+        .args(["serve", "--listen", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(&config)
+        .arg("--syzygy")
+        .arg(&dir)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Stopped even when an assertion fails.
+    struct KillOnDrop(std::process::Child);
+    impl Drop for KillOnDrop {
+        fn drop(&mut self) {
+            self.0.kill().ok();
+            self.0.wait().ok();
+        }
+    }
+    let mut child = KillOnDrop(child);
+    let url = format!("http://127.0.0.1:{port}/api/v1/probe?fen={}", enc(KQVK));
+    let get = || reqwest::blocking::get(&url).ok().map(|r| (r.status().as_u16(), r.json::<Value>().unwrap_or(Value::Null)));
+    let ready = (0..100).find_map(|_| get().or_else(|| { std::thread::sleep(Duration::from_millis(50)); None }));
+    let (status, body) = ready.expect("server answers");
+    assert_eq!((status, body["error"]["table"].as_str()), (503, Some("KQvK.rtbw")), "{body}");
+
+    let tmp = dir.join("KQvK.rtbw.new");
+    std::fs::write(&tmp, &good).unwrap();
+    std::fs::rename(&tmp, dir.join("KQvK.rtbw")).unwrap();
+    let hup = std::process::Command::new("kill").args(["-HUP", &child.0.id().to_string()]).status().unwrap();
+    assert!(hup.success());
+    // The rescan runs in the background: poll until it is served.
+    let served = (0..100).find_map(|_| match get() {
+        Some((200, body)) => Some(body),
+        _ => {
+            std::thread::sleep(Duration::from_millis(50));
+            None
+        }
+    });
+    let alive = child.0.try_wait().unwrap().is_none();
+    drop(child);
+    assert!(alive, "SIGHUP must not stop the server");
+    let body = served.expect("new table served after SIGHUP");
+    assert_eq!((body["category"].as_str(), body["sources"]["wdl50"].as_str()), (Some("win"), Some("syzygy")), "{body}");
+    std::fs::remove_dir_all(&dir).ok();
+}
