@@ -115,6 +115,7 @@ pub async fn json_errors(State(state): State<AppState>, response: Response) -> R
     let error = match status {
         StatusCode::PAYLOAD_TOO_LARGE => ApiError::BodyTooLarge { max: state.config.limits.max_body_bytes },
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed,
+        StatusCode::NOT_FOUND => ApiError::NotFound,
         _ => {
             let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
             let message = String::from_utf8_lossy(&text).trim().to_owned();
