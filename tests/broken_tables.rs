@@ -126,7 +126,8 @@ fn replacement_by_rename_under_load() {
     let good = std::fs::read(dir.join("KQvK.rtbw")).unwrap();
     let krvk_dtz = std::fs::read(dir.join("KRvK.rtbz")).unwrap();
     std::fs::write(dir.join("KQvK.rtbw"), garbage()).unwrap();
-    let server = Arc::new(TestServer::start(config(&dir)));
+    // With the answer cache on: a rescan must not leave answers of replaced tables in it.
+    let server = Arc::new(TestServer::start(tbserver::config::Config { cache_entries: 10_000, ..config(&dir) }));
     assert_table_error(probe(&server, KQVK), "KQvK.rtbw");
 
     let stop = Arc::new(AtomicBool::new(false));
@@ -194,6 +195,10 @@ fn replacement_by_rename_under_load() {
     let (status, body) = probe(&server, KQVK);
     assert_eq!((status, body["category"].as_str(), body["sources"]["wdl50"].as_str()), (200, Some("win"), Some("syzygy")), "{body}");
     assert!(problems(&server).is_empty(), "{:?}", problems(&server));
+    // The good answer is cached now; garbage again, rescan: no stale answer.
+    replace("KQvK.rtbw", &bad);
+    server.state.rescan();
+    assert_table_error(probe(&server, KQVK), "KQvK.rtbw");
     report!(
         "rename under load: {total} requests in {:.1} s across {} rescans: {outcomes:?}",
         start.elapsed().as_secs_f64(),

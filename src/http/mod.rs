@@ -12,7 +12,7 @@ use std::{
     net::SocketAddr,
     sync::{
         Arc, RwLock,
-        atomic::{AtomicBool, AtomicUsize, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -45,7 +45,10 @@ pub struct Shared {
     tablebases: RwLock<Arc<Tablebases>>,
     pub config: Config,
     /// Serialized answers by endpoint and normalized FEN.
-    cache: Option<moka::sync::Cache<(Endpoint, String), Bytes>>,
+    cache: Option<moka::sync::Cache<(u64, Endpoint, String), Bytes>>,
+    /// Rescans so far; part of the cache key, so that an answer computed on
+    /// an index a rescan replaced is never served from the cache.
+    generation: AtomicU64,
     probe_slots: Semaphore,
     /// Probe requests waiting for a slot (bounded by `max_queued_probes`).
     probes_waiting: AtomicUsize,
@@ -76,6 +79,7 @@ impl Shared {
             searches: analyse::Searches::new(config.search.clone()),
             config,
             cache,
+            generation: AtomicU64::new(0),
             ready: AtomicBool::new(true),
         })
     }
@@ -91,6 +95,8 @@ impl Shared {
     pub fn rescan(&self) -> Arc<Tablebases> {
         let fresh = Arc::new(crate::app::rescan_tablebases(&self.config, &self.tablebases()));
         *self.tablebases.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fresh);
+        // After the swap: whoever reads the new generation computes on `fresh`.
+        self.generation.fetch_add(1, Ordering::SeqCst);
         if let Some(cache) = &self.cache {
             cache.invalidate_all();
         }
@@ -113,7 +119,8 @@ impl Shared {
         key: Option<String>,
         work: impl FnOnce(&Shared) -> Result<Bytes, ApiError> + Send + 'static,
     ) -> Result<Bytes, ApiError> {
-        let key = key.filter(|_| self.cache.is_some()).map(|k| (endpoint, k));
+        let generation = self.generation.load(Ordering::SeqCst);
+        let key = key.filter(|_| self.cache.is_some()).map(|k| (generation, endpoint, k));
         if let (Some(cache), Some(key)) = (&self.cache, &key)
             && let Some(hit) = cache.get(key)
         {
