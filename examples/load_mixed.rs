@@ -11,7 +11,7 @@
 //!
 //! Exit status 1 when a request failed unexpectedly (a 5xx other than the
 //! 503 `busy` of searches, a connection error, a malformed request answered
-//! 2xx) or probe p99 while searching is 50 ms or more.
+//! 2xx) or probe p99 while searching is 50 ms (`$P99_LIMIT_MS`) or more.
 
 use std::{
     collections::BTreeMap,
@@ -261,7 +261,9 @@ async fn main() {
     for u in &s.unexpected {
         println!("  unexpected: {u}");
     }
-    let ok = s.unexpected.is_empty() && p99 < 50.0;
+    // The target of issue 8; P99_LIMIT_MS overrides it on shared machines.
+    let p99_limit_ms: f64 = std::env::var("P99_LIMIT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(50.0);
+    let ok = s.unexpected.is_empty() && p99 < p99_limit_ms;
     println!("RESULT {}", if ok { "PASS" } else { "FAIL" });
     if !ok {
         std::process::exit(1);
