@@ -8,23 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-20}
-SHARED=${TBSERVER_SHARED_DIR:-../shared}
 PORT=${PORT:-9311}
 command -v wrk >/dev/null || { echo "wrk not installed: apt-get install -y wrk" >&2; exit 1; }
 cargo build --release --quiet
-config=$(mktemp)
-cat > "$config" <<CONF
-listen = "127.0.0.1:$PORT"
-syzygy = ["$SHARED/tables/syzygy"]
-gaviota = ["$SHARED/tables/gaviota"]
-cache_entries = 0
-[builtin]
-mode = "off"
-CONF
-RUST_LOG=warn ./target/release/tbserver serve --config "$config" &
-server=$!
-trap 'kill $server 2>/dev/null; rm -f "$config"' EXIT
-for _ in $(seq 50); do curl -sf "http://127.0.0.1:$PORT/healthz" >/dev/null && break; sleep 0.1; done
+source scripts/serve-shared.sh
+start_tbserver "$PORT" 0
 # Warm the page cache and open every table once.
 wrk -t1 -c1 -d2s -s bench/probe.lua "http://127.0.0.1:$PORT" -- bench/fens-5piece.txt >/dev/null
 for conns in 1 64; do

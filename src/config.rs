@@ -16,6 +16,10 @@ pub struct Config {
     pub listen: SocketAddr,
     /// Directories with Syzygy `.rtbw`/`.rtbz` files.
     pub syzygy: Vec<PathBuf>,
+    /// How Syzygy files are read: `mmap` (fast) or `read` (a system call per
+    /// read; survives files truncated in place and disk read errors, which
+    /// kill the process with SIGBUS under `mmap`).
+    pub syzygy_io: SyzygyIo,
     /// Directories with Gaviota `.gtb.cp4` files.
     pub gaviota: Vec<PathBuf>,
     /// Gaviota decompression cache, in MiB.
@@ -50,6 +54,13 @@ pub enum BuiltinMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
+pub enum SyzygyIo {
+    Mmap,
+    Read,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Human,
     Json,
@@ -64,6 +75,20 @@ pub struct Limits {
     pub max_body_bytes: usize,
     /// Probe requests answered at once; more wait their turn.
     pub max_concurrent_probes: usize,
+    /// Probe requests waiting for a turn; more are refused with 503 and
+    /// `Retry-After` rather than queueing without bound.
+    pub max_queued_probes: usize,
+    /// Longest query string (after `?`), in bytes; longer is 414.
+    pub max_query_bytes: usize,
+    /// Time to answer a request (headers), in milliseconds; then 503
+    /// `timeout`. Searches stop earlier, at `search.max_movetime_ms`.
+    pub request_timeout_ms: u64,
+    /// Requests per second per client IP address (token bucket); 0 = no limit.
+    pub rate_limit_per_second: f64,
+    /// Requests a client may send at once before the rate applies.
+    pub rate_limit_burst: u32,
+    /// Origins allowed by CORS; `"*"` allows any.
+    pub cors_allowed_origins: Vec<String>,
 }
 
 /// Server-wide limits of `/api/v1/analyse`.
@@ -99,6 +124,7 @@ impl Default for Config {
         Config {
             listen: "127.0.0.1:9000".parse().expect("valid default address"),
             syzygy: Vec::new(),
+            syzygy_io: SyzygyIo::Mmap,
             gaviota: Vec::new(),
             gaviota_cache_mib: 32,
             builtin: BuiltinConfig::default(),
@@ -118,7 +144,17 @@ impl Default for BuiltinConfig {
 
 impl Default for Limits {
     fn default() -> Limits {
-        Limits { max_batch: 256, max_body_bytes: 256 * 1024, max_concurrent_probes: 64 }
+        Limits {
+            max_batch: 256,
+            max_body_bytes: 256 * 1024,
+            max_concurrent_probes: 64,
+            max_queued_probes: 1024,
+            max_query_bytes: 2048,
+            request_timeout_ms: 30_000,
+            rate_limit_per_second: 0.0,
+            rate_limit_burst: 50,
+            cors_allowed_origins: vec!["*".to_owned()],
+        }
     }
 }
 
@@ -176,6 +212,7 @@ mod tests {
         let default = Config::default();
         assert_eq!(file.listen, default.listen);
         assert_eq!(file.syzygy, default.syzygy);
+        assert_eq!(file.syzygy_io, default.syzygy_io);
         assert_eq!(file.gaviota_cache_mib, default.gaviota_cache_mib);
         assert_eq!(file.cache_entries, default.cache_entries);
         assert_eq!(file.builtin.mode, default.builtin.mode);
@@ -183,6 +220,12 @@ mod tests {
         assert_eq!(file.limits.max_batch, default.limits.max_batch);
         assert_eq!(file.limits.max_body_bytes, default.limits.max_body_bytes);
         assert_eq!(file.limits.max_concurrent_probes, default.limits.max_concurrent_probes);
+        assert_eq!(file.limits.max_queued_probes, default.limits.max_queued_probes);
+        assert_eq!(file.limits.max_query_bytes, default.limits.max_query_bytes);
+        assert_eq!(file.limits.request_timeout_ms, default.limits.request_timeout_ms);
+        assert_eq!(file.limits.rate_limit_per_second, default.limits.rate_limit_per_second);
+        assert_eq!(file.limits.rate_limit_burst, default.limits.rate_limit_burst);
+        assert_eq!(file.limits.cors_allowed_origins, default.limits.cors_allowed_origins);
         assert_eq!(file.log_format, default.log_format);
         assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
         assert_eq!(file.search.default_movetime_ms, default.search.default_movetime_ms);

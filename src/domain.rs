@@ -222,7 +222,7 @@ impl Category {
             return Category::Draw;
         }
         let winning = dtz.plies > 0;
-        let distance = dtz.plies.unsigned_abs() + clock_plies;
+        let distance = dtz.plies.unsigned_abs().saturating_add(clock_plies);
         let decisive = if matches!(wdl, Wdl::CursedWin | Wdl::BlessedLoss) || distance > 100 {
             false
         } else if distance == 100 && clock_plies > 0 && !dtz.is_exact() {

@@ -30,6 +30,23 @@ pub enum ApiError {
     NotFound,
     #[error("too many searches in progress; retry later")]
     Busy,
+    #[error("too many probe requests waiting; retry later")]
+    ProbesBusy,
+    #[error("query string of {bytes} bytes is longer than the limit of {max}")]
+    QueryTooLong { bytes: usize, max: usize },
+    #[error("request body is larger than the limit of {max} bytes")]
+    BodyTooLarge { max: usize },
+    #[error("method not allowed on this endpoint")]
+    MethodNotAllowed,
+    #[error("too many requests from this address; retry in {retry_after_s} s")]
+    RateLimited { retry_after_s: u64 },
+    #[error("no answer within {ms} ms; retry later")]
+    Timeout { ms: u64 },
+    #[error("internal error")]
+    Internal,
+    /// A rejection by the HTTP framework that has no code of its own.
+    #[error("{message}")]
+    Rejected { status: u16, message: String },
 }
 
 impl ApiError {
@@ -47,7 +64,15 @@ impl ApiError {
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
-            ApiError::Busy => "busy",
+            ApiError::Busy | ApiError::ProbesBusy => "busy",
+            ApiError::QueryTooLong { .. } => "query_too_long",
+            ApiError::BodyTooLarge { .. } => "body_too_large",
+            ApiError::MethodNotAllowed => "method_not_allowed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Timeout { .. } => "timeout",
+            ApiError::Internal => "internal_error",
+            ApiError::Rejected { status, .. } if *status >= 500 => "internal_error",
+            ApiError::Rejected { .. } => "bad_request",
         }
     }
 
@@ -61,8 +86,22 @@ impl ApiError {
             | ApiError::InvalidBody(_) => 400,
             ApiError::IllegalPosition(_) | ApiError::CastlingRights | ApiError::TooManyPieces { .. } => 422,
             ApiError::MissingTable { .. } | ApiError::NotFound => 404,
-            ApiError::BatchTooLarge { .. } => 413,
-            ApiError::Table(_) | ApiError::Busy => 503,
+            ApiError::BatchTooLarge { .. } | ApiError::BodyTooLarge { .. } => 413,
+            ApiError::QueryTooLong { .. } => 414,
+            ApiError::MethodNotAllowed => 405,
+            ApiError::RateLimited { .. } => 429,
+            ApiError::Table(_) | ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => 503,
+            ApiError::Internal => 500,
+            ApiError::Rejected { status, .. } => *status,
+        }
+    }
+
+    /// Seconds after which retrying may succeed, sent as `Retry-After`.
+    pub fn retry_after_s(&self) -> Option<u64> {
+        match self {
+            ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => Some(1),
+            ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),
+            _ => None,
         }
     }
 

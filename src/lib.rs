@@ -19,3 +19,4 @@ pub mod request;
 pub mod search;
 pub mod sources;
 pub mod tablebase;
+pub mod verify;

@@ -40,6 +40,22 @@ enum Command {
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
     },
+    /// Check the table files in directories (Syzygy, Gaviota, built-in) and
+    /// report each bad one; exits non-zero if any is bad.
+    Verify {
+        /// Probe many sample positions per Syzygy table (decodes data blocks),
+        /// not only one (opens the table).
+        #[arg(long)]
+        deep: bool,
+        /// Sample positions per table with --deep.
+        #[arg(long, default_value_t = 1000)]
+        samples: usize,
+        /// Print only bad files.
+        #[arg(long, short)]
+        quiet: bool,
+        #[arg(required = true, value_name = "DIR")]
+        dirs: Vec<PathBuf>,
+    },
     /// Search for the fastest mate the 50-move rule allows (DTM50-style);
     /// prints UCI-style `info` lines and `bestmove`.
     Analyse {
@@ -119,6 +135,7 @@ fn main() -> ExitCode {
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
         Some(Command::Generate { pieces, out }) => generate(pieces, out),
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
+        Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,4 +191,25 @@ fn generate(pieces: usize, out: Option<PathBuf>) -> Result<(), String> {
     init_logging(LogFormat::Human);
     let out = out.unwrap_or(config.builtin.dir);
     tbserver::builtin::run_generate(pieces, &out).map(drop).map_err(|e| e.to_string())
+}
+
+fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {
+    let (mut files, mut bad) = (0, 0);
+    for dir in dirs {
+        let reports = tbserver::verify::verify_dir(dir, samples).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for report in reports {
+            files += 1;
+            let path = dir.join(&report.name);
+            if report.problems.is_empty() {
+                if !quiet {
+                    println!("ok   {} ({}, {})", path.display(), report.source.as_str(), report.checked);
+                }
+            } else {
+                bad += 1;
+                println!("BAD  {} ({}): {}", path.display(), report.source.as_str(), report.problems.join("; "));
+            }
+        }
+    }
+    println!("{files} table files checked, {bad} bad");
+    if bad > 0 { Err(format!("{bad} bad table files")) } else { Ok(()) }
 }

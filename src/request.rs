@@ -7,6 +7,11 @@ use crate::error::ApiError;
 /// Longest FEN accepted; a legal FEN is well under 100 bytes.
 pub const MAX_FEN_BYTES: usize = 256;
 
+/// Largest half-move clock accepted: far beyond any game (the 75-move rule
+/// ends one at 150), and far from overflowing the clock arithmetic of
+/// categories and mate bounds (found by fuzzing: a clock of u32::MAX).
+pub const MAX_HALFMOVE_CLOCK: u32 = 10_000;
+
 /// Parses a FEN (underscores may stand for spaces, as in URLs of the lichess
 /// API) into a position tablebases can answer for.
 pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
@@ -29,6 +34,9 @@ pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
         .map_err(|err| ApiError::IllegalPosition(err.to_string()))?;
     if pos.castles().any() {
         return Err(ApiError::CastlingRights);
+    }
+    if pos.halfmoves() > MAX_HALFMOVE_CLOCK {
+        return Err(ApiError::InvalidFen(format!("half-move clock {} is larger than {MAX_HALFMOVE_CLOCK}", pos.halfmoves())));
     }
     Ok(pos)
 }
@@ -56,6 +64,8 @@ mod tests {
         // Side not to move in check.
         assert_eq!(parse_fen("4k3/8/8/8/8/8/8/4R2K w - - 0 1").unwrap_err().code(), "illegal_position");
         assert_eq!(parse_fen("8/8/8/8/8/8/8/8 w - - 0 1").unwrap_err().code(), "illegal_position");
+        assert_eq!(parse_fen("4k3/8/8/8/8/8/8/4K2R w - - 4294967295 1").unwrap_err().code(), "invalid_fen");
+        assert!(parse_fen("4k3/8/8/8/8/8/8/4K2R w - - 10000 1").is_ok());
         // Invalid castling rights are dropped rather than rejected.
         assert!(parse_fen("4k3/8/8/8/8/8/8/4K3 w KQ - 0 1").is_ok());
     }

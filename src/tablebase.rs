@@ -45,6 +45,11 @@ impl Tablebases {
         self.sources.iter().map(|s| s.source())
     }
 
+    /// The sources themselves, in priority order.
+    pub fn source_handles(&self) -> impl Iterator<Item = &Arc<dyn TableSource>> {
+        self.sources.iter()
+    }
+
     pub fn tables(&self) -> Vec<TableInfo> {
         self.sources.iter().flat_map(|s| s.tables()).collect()
     }

@@ -84,8 +84,11 @@ fn broken_table_fails_cleanly() {
     assert_eq!(body["category"], "win");
     let (_, tables) = server.get("/api/v1/tables");
     let bad: Vec<&Value> = tables["tables"].as_array().unwrap().iter().filter(|t| !t["problems"].as_array().unwrap().is_empty()).collect();
-    assert_eq!(bad.len(), 1, "{tables}");
+    // KBvK at start-up; KQvK once a probe found it broken.
+    assert_eq!(bad.len(), 2, "{tables}");
     assert_eq!(bad[0]["name"], "KBvK.rtbw");
+    assert_eq!(bad[1]["name"], "KQvK.rtbw");
+    assert_eq!(bad[1]["problems"][0], "failed when probed: corrupted table (truncated or damaged)");
     std::fs::remove_dir_all(&dir).ok();
 }
 

@@ -92,7 +92,7 @@ pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQ
     let shared = Arc::clone(&state);
     state.searches.pool.spawn(move || {
         let options = shared.searches.options();
-        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &c, &mut |_| {});
+        let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &c, &mut |_| {});
         drop(permit);
         let _ = tx.send(r);
     });
@@ -147,7 +147,7 @@ pub async fn analyse_stream(
             }
         };
         let options = shared.searches.options();
-        let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &cancel, &mut on_depth);
+        let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &cancel, &mut on_depth);
         drop(permit);
         let _ = tx.blocking_send(event("result", &r));
         let _ = done_tx.send(());

@@ -49,7 +49,7 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                 .iter()
                 .map(|fen| {
                     parse_fen(fen)
-                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::Dtm50First))
+                        .and_then(|pos| probe::probe(&shared.tablebases(), &pos, MoveOrder::Dtm50First))
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
@@ -79,12 +79,13 @@ pub async fn mainline(
 }
 
 pub async fn tables(State(state): State<AppState>) -> Response {
-    let tables = state.tablebases.tables();
+    let tablebases = state.tablebases();
+    let tables = tablebases.tables();
     let problems = tables.iter().filter(|t| !t.problems.is_empty()).count();
     json_bytes(to_json(&serde_json::json!({
         "count": tables.len(),
         "with_problems": problems,
-        "max_pieces": state.tablebases.max_pieces(),
+        "max_pieces": tablebases.max_pieces(),
         "tables": tables,
     })))
 }

@@ -4,13 +4,15 @@
 pub mod analyse;
 mod api;
 mod lichess;
+mod limits;
 mod metrics_page;
 pub mod pages;
 
 use std::{
+    net::SocketAddr,
     sync::{
-        Arc,
-        atomic::{AtomicBool, Ordering},
+        Arc, RwLock,
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
 };
@@ -20,10 +22,11 @@ use axum::{
     body::Bytes,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
+    middleware,
     routing::get,
 };
 use tokio::sync::Semaphore;
-use tower_http::{cors::CorsLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
+use tower_http::{catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
@@ -37,11 +40,19 @@ use crate::{
 
 /// Everything the handlers share, loaded once.
 pub struct Shared {
-    pub tablebases: Arc<Tablebases>,
+    /// Swapped whole by [`Shared::rescan`]; a request keeps the `Arc` it
+    /// started with, so replaced tables stay mapped until it finishes.
+    tablebases: RwLock<Arc<Tablebases>>,
     pub config: Config,
     /// Serialized answers by endpoint and normalized FEN.
-    cache: Option<moka::sync::Cache<(Endpoint, String), Bytes>>,
+    cache: Option<moka::sync::Cache<(u64, Endpoint, String), Bytes>>,
+    /// Rescans so far; part of the cache key, so that an answer computed on
+    /// an index a rescan replaced is never served from the cache.
+    generation: AtomicU64,
     probe_slots: Semaphore,
+    /// Probe requests waiting for a slot (bounded by `max_queued_probes`).
+    probes_waiting: AtomicUsize,
+    rate_limiter: Option<limits::RateLimiter>,
     ready: AtomicBool,
     /// `/api/v1/analyse`: limits, slots and the search thread pool.
     searches: analyse::Searches,
@@ -61,13 +72,38 @@ impl Shared {
     pub fn new(tablebases: Arc<Tablebases>, config: Config) -> AppState {
         let cache = (config.cache_entries > 0).then(|| moka::sync::Cache::new(config.cache_entries));
         Arc::new(Shared {
-            tablebases,
+            tablebases: RwLock::new(tablebases),
             probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
+            probes_waiting: AtomicUsize::new(0),
+            rate_limiter: limits::RateLimiter::new(&config.limits),
             searches: analyse::Searches::new(config.search.clone()),
             config,
             cache,
+            generation: AtomicU64::new(0),
             ready: AtomicBool::new(true),
         })
+    }
+
+    /// The tables as of now.
+    pub fn tablebases(&self) -> Arc<Tablebases> {
+        Arc::clone(&self.tablebases.read().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    /// Indexes the table directories again and serves from the new index;
+    /// requests in flight finish on the old one. Cached answers are dropped,
+    /// as they may come from replaced tables. Returns the new index.
+    pub fn rescan(&self) -> Arc<Tablebases> {
+        let fresh = Arc::new(crate::app::rescan_tablebases(&self.config, &self.tablebases()));
+        *self.tablebases.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fresh);
+        // After the swap: whoever reads the new generation computes on `fresh`.
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        if let Some(cache) = &self.cache {
+            cache.invalidate_all();
+        }
+        let tables = fresh.tables();
+        let broken = tables.iter().filter(|t| !t.problems.is_empty()).count();
+        tracing::info!(tables = tables.len(), broken, "tables rescanned");
+        fresh
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -83,13 +119,14 @@ impl Shared {
         key: Option<String>,
         work: impl FnOnce(&Shared) -> Result<Bytes, ApiError> + Send + 'static,
     ) -> Result<Bytes, ApiError> {
-        let key = key.filter(|_| self.cache.is_some()).map(|k| (endpoint, k));
+        let generation = self.generation.load(Ordering::SeqCst);
+        let key = key.filter(|_| self.cache.is_some()).map(|k| (generation, endpoint, k));
         if let (Some(cache), Some(key)) = (&self.cache, &key)
             && let Some(hit) = cache.get(key)
         {
             return Ok(hit);
         }
-        let _permit = self.probe_slots.acquire().await.expect("semaphore never closed");
+        let _permit = self.probe_slot().await?;
         let shared = Arc::clone(self);
         let bytes = tokio::task::spawn_blocking(move || work(&shared))
             .await
@@ -98,6 +135,28 @@ impl Shared {
             cache.insert(key, bytes.clone());
         }
         Ok(bytes)
+    }
+}
+
+impl Shared {
+    /// A probe slot, waiting in a bounded queue when all are taken.
+    async fn probe_slot(&self) -> Result<tokio::sync::SemaphorePermit<'_>, ApiError> {
+        if let Ok(permit) = self.probe_slots.try_acquire() {
+            return Ok(permit);
+        }
+        if self.probes_waiting.fetch_add(1, Ordering::SeqCst) >= self.config.limits.max_queued_probes {
+            self.probes_waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(ApiError::ProbesBusy);
+        }
+        // Decrements also when the request is dropped while waiting.
+        struct Waiting<'a>(&'a AtomicUsize);
+        impl Drop for Waiting<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
+        let _waiting = Waiting(&self.probes_waiting);
+        Ok(self.probe_slots.acquire().await.expect("semaphore never closed"))
     }
 }
 
@@ -116,8 +175,15 @@ pub fn router(state: AppState) -> Router {
         .route("/readyz", get(readyz))
         .merge(pages::routes())
         .fallback(|| async { ApiError::NotFound })
+        .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
+        // Innermost first: each limit answers in JSON with its own code.
         .layer(RequestBodyLimitLayer::new(body_limit))
-        .layer(CorsLayer::permissive())
+        .layer(middleware::from_fn_with_state(state.clone(), limits::timeout))
+        .layer(middleware::from_fn_with_state(state.clone(), limits::query_length))
+        .layer(middleware::from_fn_with_state(state.clone(), limits::rate_limit))
+        .layer(middleware::map_response_with_state(state.clone(), limits::json_errors))
+        .layer(limits::cors(&state.config.limits))
+        .layer(CatchPanicLayer::custom(limits::panic_response))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }
@@ -138,8 +204,8 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
         let mut response = (status, Json(self.body())).into_response();
-        if matches!(self, ApiError::Busy) {
-            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        if let Some(seconds) = self.retry_after_s() {
+            response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         response
     }
@@ -166,7 +232,7 @@ async fn answer_fen<T: serde::Serialize>(
 ) -> Result<Response, ApiError> {
     let pos = parse_fen(&fen_param(query)?)?;
     let key = normalized_fen(&pos);
-    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(to_json(&work(&shared.tablebases, &pos)?))).await?;
+    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(to_json(&work(&shared.tablebases(), &pos)?))).await?;
     Ok(json_bytes(bytes))
 }
 
@@ -183,13 +249,31 @@ fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
 pub async fn serve(state: AppState) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(state.config.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+    serve_on(listener, state).await
 }
 
-/// Serves on an already bound listener (tests bind port 0).
+/// Serves on an already bound listener (tests bind port 0). SIGHUP rescans
+/// the table directories.
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+    tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
+    // The peer address feeds the per-client rate limit.
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await
 }
+
+#[cfg(unix)]
+async fn rescan_on_sighup(state: AppState) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let Ok(mut hangups) = signal(SignalKind::hangup()) else { return };
+    while hangups.recv().await.is_some() {
+        tracing::info!("SIGHUP: rescanning table directories");
+        let state = Arc::clone(&state);
+        let _ = tokio::task::spawn_blocking(move || state.rescan()).await;
+    }
+}
+
+#[cfg(not(unix))]
+async fn rescan_on_sighup(_state: AppState) {}
 
 async fn shutdown_signal() {
     let ctrl_c = async {

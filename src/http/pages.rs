@@ -197,7 +197,7 @@ async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {
 }
 
 async fn metrics(State(state): State<AppState>) -> Response {
-    let tb = std::sync::Arc::clone(&state.tablebases);
+    let tb = state.tablebases();
     let live = tokio::task::spawn_blocking(move || super::metrics_page::live_answers(&tb))
         .await
         .unwrap_or([None, None, None]);

@@ -5,6 +5,7 @@
 //! paths takes it exclusively.
 
 use std::{
+    collections::BTreeMap,
     ffi::{CStr, CString, c_char, c_int, c_uchar, c_uint},
     fs,
     path::PathBuf,
@@ -15,7 +16,7 @@ use gaviota_sys as gtb;
 use shakmaty::{Chess, Color, EnPassantMode, Position, Role};
 use tracing::info;
 
-use super::{ProbeResult, TableInfo, TableKind, TableSource, list_dir};
+use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
 use crate::domain::Source;
 
 /// The library's global state: which paths it was initialised with.
@@ -35,6 +36,11 @@ static INIT: Mutex<()> = Mutex::new(());
 
 pub struct GaviotaSource {
     tables: Vec<TableInfo>,
+    /// Files that failed the header check, by material (`KRvK`): libgtb opens
+    /// files by name itself and crashes (SIGSEGV, measured) on garbage, so
+    /// positions of these materials are answered with an error before it
+    /// is asked.
+    refused: BTreeMap<String, TableError>,
     max_pieces: usize,
 }
 
@@ -42,6 +48,16 @@ impl GaviotaSource {
     /// Initialises libgtb with `dirs` and a cache of `cache_bytes`. Directories
     /// without Gaviota files are reported and ignored.
     pub fn open(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+        GaviotaSource::open_impl(dirs, cache_bytes, false)
+    }
+
+    /// As [`GaviotaSource::open`], but restarts the library even when the
+    /// directories are the same, so that it sees files replaced since.
+    pub fn reopen(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+        GaviotaSource::open_impl(dirs, cache_bytes, true)
+    }
+
+    fn open_impl(dirs: &[PathBuf], cache_bytes: usize, restart: bool) -> GaviotaSource {
         let mut tables = Vec::new();
         let mut usable_dirs = Vec::new();
         for dir in dirs {
@@ -54,8 +70,10 @@ impl GaviotaSource {
                     problems.push(format!("cannot read metadata: {err}"));
                     0
                 });
-                if bytes == 0 && problems.is_empty() {
-                    problems.push("empty file".to_owned());
+                if problems.is_empty()
+                    && let Err(problem) = check_cp4_header(&path, bytes)
+                {
+                    problems.push(problem);
                 }
                 if problems.is_empty() {
                     found += 1;
@@ -78,9 +96,42 @@ impl GaviotaSource {
         }
         let max_pieces = tables.iter().filter(|t| t.problems.is_empty()).map(|t| t.pieces).max().unwrap_or(0);
         if max_pieces > 0 {
-            init_library(&usable_dirs, cache_bytes);
+            init_library(&usable_dirs, cache_bytes, restart);
         }
-        GaviotaSource { tables, max_pieces }
+        let refused = tables
+            .iter()
+            .filter(|t| !t.problems.is_empty())
+            .map(|t| (t.material.clone(), TableError { table: t.name.clone(), reason: t.problems.join("; ") }))
+            .collect();
+        GaviotaSource { tables, refused, max_pieces }
+    }
+}
+
+/// Checks the block index of a compressed (`.cp4`) table, as libgtb reads it
+/// (`egtb_loadindexes`): ten u32 LE header words, the 9th the offset of the
+/// first block; then one u32 per block boundary, from that offset up to the
+/// file's end, never decreasing. Catches empty, truncated and garbage files;
+/// not damage inside a block, nor a valid table under another table's name.
+pub fn check_cp4_header(path: &std::path::Path, bytes: u64) -> Result<(), String> {
+    if bytes == 0 {
+        return Err("empty file".to_owned());
+    }
+    let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
+    let word = |i: usize| data.get(4 * i..4 * i + 4).map(|w| u64::from(u32::from_le_bytes(w.try_into().expect("4 bytes"))));
+    let offset = word(8).ok_or("shorter than the 40-byte header")?;
+    if offset < 44 || offset % 4 != 0 || offset > bytes {
+        return Err(format!("bad header: first block at {offset} in a file of {bytes} bytes"));
+    }
+    let index: Option<Vec<u64>> = (10..offset as usize / 4).map(word).collect();
+    let index = index.ok_or("block index cut short")?;
+    let monotonic = index.windows(2).all(|w| w[0] <= w[1]);
+    if index.first() != Some(&offset) || !monotonic {
+        return Err("bad block index (not a Gaviota table)".to_owned());
+    }
+    match index.last() {
+        Some(&end) if end == bytes => Ok(()),
+        Some(&end) => Err(format!("blocks end at {end} but the file has {bytes} bytes (truncated or padded)")),
+        None => Err("no blocks".to_owned()),
     }
 }
 
@@ -93,11 +144,11 @@ fn gaviota_material(stem: &str) -> String {
     }
 }
 
-fn init_library(dirs: &[PathBuf], cache_bytes: usize) {
+fn init_library(dirs: &[PathBuf], cache_bytes: usize, restart: bool) {
     let _init = INIT.lock().unwrap_or_else(|e| e.into_inner());
     {
         let state = LIB.read().unwrap_or_else(|e| e.into_inner());
-        if state.as_ref().is_some_and(|s| s.dirs == dirs && s.cache_bytes == cache_bytes) {
+        if !restart && state.as_ref().is_some_and(|s| s.dirs == dirs && s.cache_bytes == cache_bytes) {
             return;
         }
     }
@@ -147,6 +198,9 @@ impl TableSource for GaviotaSource {
         let board = pos.board();
         if self.max_pieces == 0 || board.occupied().count() > self.max_pieces {
             return Ok(None);
+        }
+        if let Some(refused) = self.refused.get(&crate::material::normalized(board)) {
+            return Err(refused.clone());
         }
         let mut squares: [[c_uint; 17]; 2] = [[gtb::TB_squares::tb_NOSQUARE as c_uint; 17]; 2];
         let mut pieces: [[c_uchar; 17]; 2] = [[gtb::TB_pieces::tb_NOPIECE as c_uchar; 17]; 2];

@@ -38,6 +38,8 @@ pub fn reference_file() -> Option<PathBuf> {
 /// A tbserver running on an ephemeral loopback port for the duration of a test.
 pub struct TestServer {
     pub base: String,
+    /// The server's state: tests call `state.rescan()` as SIGHUP does.
+    pub state: tbserver::http::AppState,
     _runtime: tokio::runtime::Runtime,
 }
 
@@ -48,8 +50,8 @@ impl TestServer {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
-        runtime.spawn(tbserver::http::serve_on(listener, state));
-        TestServer { base, _runtime: runtime }
+        runtime.spawn(tbserver::http::serve_on(listener, std::sync::Arc::clone(&state)));
+        TestServer { base, state, _runtime: runtime }
     }
 
     /// Syzygy and Gaviota tables from the shared data; built-in tables off so

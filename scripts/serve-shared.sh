@@ -1,0 +1,31 @@
+# Sourced by the load scripts: start_tbserver PORT CACHE_ENTRIES starts the
+# release build on 127.0.0.1:PORT with the shared Syzygy and Gaviota tables
+# (built-in tables off), waits until it is ready, stops it on exit, and sets
+# $server to its PID.
+start_tbserver() {
+  local port=$1 cache_entries=$2 shared=${TBSERVER_SHARED_DIR:-../shared}
+  if curl -s -o /dev/null "http://127.0.0.1:$port/healthz"; then
+    echo "port $port is taken (an earlier server still running?)" >&2
+    return 1
+  fi
+  config=$(mktemp)
+  cat > "$config" <<CONF
+listen = "127.0.0.1:$port"
+syzygy = ["$shared/tables/syzygy"]
+gaviota = ["$shared/tables/gaviota"]
+cache_entries = $cache_entries
+[builtin]
+mode = "off"
+CONF
+  RUST_LOG=warn ./target/release/tbserver serve --config "$config" &
+  server=$!
+  # Wait for it to exit, so that a next run cannot meet it still draining.
+  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$config"' EXIT
+  for _ in $(seq 100); do
+    curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && kill -0 "$server" 2>/dev/null && return
+    kill -0 "$server" 2>/dev/null || break
+    sleep 0.1
+  done
+  echo "tbserver did not become ready on port $port" >&2
+  return 1
+}
