@@ -5,7 +5,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::{
@@ -33,6 +33,10 @@ pub struct Searches {
     config: SearchConfig,
     slots: Arc<Semaphore>,
     pool: rayon::ThreadPool,
+    /// Stop flags of the searches started so far (dead ones are pruned when
+    /// a search starts), so that shutdown can stop them all.
+    running: Mutex<Vec<Weak<AtomicBool>>>,
+    stopping: AtomicBool,
 }
 
 impl Searches {
@@ -46,6 +50,32 @@ impl Searches {
                 .build()
                 .expect("search thread pool"),
             config,
+            running: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// A search slot and the new search's stop flag, or `None` when all slots
+    /// are busy or the server is shutting down.
+    fn start(&self) -> Option<(tokio::sync::OwnedSemaphorePermit, Arc<AtomicBool>)> {
+        let permit = Arc::clone(&self.slots).try_acquire_owned().ok()?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        running.retain(|w| w.strong_count() > 0);
+        running.push(Arc::downgrade(&cancel));
+        Some((permit, cancel))
+    }
+
+    /// Shutdown: refuse new searches and stop the running ones (each returns
+    /// its best result so far, so its request still completes).
+    pub fn stop_all(&self) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        self.stopping.store(true, Ordering::SeqCst);
+        for cancel in running.iter().filter_map(Weak::upgrade) {
+            cancel.store(true, Ordering::Relaxed);
         }
     }
 
@@ -73,8 +103,14 @@ fn parse(cfg: &SearchConfig, query: Result<Query<AnalyseQuery>, QueryRejection>)
     Ok((pos, Limits { movetime: Some(Duration::from_millis(movetime_ms)), nodes: q.nodes, depth: q.depth }))
 }
 
-fn busy() -> Response {
+fn busy(state: &AppState) -> Response {
+    state.telemetry.search_refused();
     ApiError::Busy.into_response()
+}
+
+fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
+    let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal);
+    tracing::info_span!("search", fen = %fen, movetime_ms = limits.movetime.map(|d| d.as_millis() as u64))
 }
 
 /// `GET /api/v1/analyse`: the final result as JSON.
@@ -83,14 +119,16 @@ pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQ
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let Some((permit, cancel)) = state.searches.start() else { return busy(&state) };
     // Cancels the search if this request future is dropped (client gone).
     let _guard = CancelOnDrop(Arc::clone(&cancel));
     let (tx, rx) = oneshot::channel();
     let c = Arc::clone(&cancel);
     let shared = Arc::clone(&state);
+    let span = search_span(&pos, &limits);
     state.searches.pool.spawn(move || {
+        let _span = span.enter();
+        let _running = shared.telemetry.search_started();
         let options = shared.searches.options();
         let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &c, &mut |_| {});
         drop(permit);
@@ -119,8 +157,7 @@ pub async fn analyse_stream(
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let Some((permit, cancel)) = state.searches.start() else { return busy(&state) };
     let (tx, rx) = mpsc::channel::<Event>(64);
     let (done_tx, done_rx) = oneshot::channel::<()>();
     {
@@ -137,7 +174,10 @@ pub async fn analyse_stream(
         });
     }
     let shared = Arc::clone(&state);
+    let span = search_span(&pos, &limits);
     state.searches.pool.spawn(move || {
+        let _span = span.enter();
+        let _running = shared.telemetry.search_started();
         let event = |name: &str, r: &SearchResult| {
             Event::default().event(name).json_data(r).unwrap_or_else(|_| Event::default().event(name))
         };

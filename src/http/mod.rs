@@ -23,7 +23,12 @@ use axum::{
     routing::get,
 };
 use tokio::sync::Semaphore;
-use tower_http::{cors::CorsLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
+use tower_http::{
+    cors::CorsLayer,
+    limit::RequestBodyLimitLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
@@ -33,6 +38,7 @@ use crate::{
     error::ApiError,
     request::{normalized_fen, parse_fen},
     tablebase::Tablebases,
+    telemetry::Telemetry,
 };
 
 /// Everything the handlers share, loaded once.
@@ -45,6 +51,8 @@ pub struct Shared {
     ready: AtomicBool,
     /// `/api/v1/analyse`: limits, slots and the search thread pool.
     searches: analyse::Searches,
+    /// What `/prometheus` reports.
+    pub telemetry: Telemetry,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -61,6 +69,7 @@ impl Shared {
     pub fn new(tablebases: Arc<Tablebases>, config: Config) -> AppState {
         let cache = (config.cache_entries > 0).then(|| moka::sync::Cache::new(config.cache_entries));
         Arc::new(Shared {
+            telemetry: Telemetry::new(Arc::clone(&tablebases)),
             tablebases,
             probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
             searches: analyse::Searches::new(config.search.clone()),
@@ -72,6 +81,14 @@ impl Shared {
 
     pub fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
+    }
+
+    /// Shutdown has begun: report not ready (load balancers stop sending),
+    /// refuse new searches and stop the running ones, whose requests then
+    /// complete with the best result found so far.
+    pub fn begin_shutdown(&self) {
+        self.set_ready(false);
+        self.searches.stop_all();
     }
 
     /// Runs CPU-bound table work off the async threads, at most
@@ -87,11 +104,19 @@ impl Shared {
         if let (Some(cache), Some(key)) = (&self.cache, &key)
             && let Some(hit) = cache.get(key)
         {
+            self.telemetry.record_cache(true);
             return Ok(hit);
         }
-        let _permit = self.probe_slots.acquire().await.expect("semaphore never closed");
+        if key.is_some() {
+            self.telemetry.record_cache(false);
+        }
+        let _permit = {
+            let _waiting = self.telemetry.probe_waiting();
+            self.probe_slots.acquire().await.expect("semaphore never closed")
+        };
         let shared = Arc::clone(self);
-        let bytes = tokio::task::spawn_blocking(move || work(&shared))
+        let span = tracing::debug_span!("probe", endpoint = ?endpoint);
+        let bytes = tokio::task::spawn_blocking(move || span.in_scope(|| work(&shared)))
             .await
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))?;
         if let (Some(cache), Some(key)) = (&self.cache, key) {
@@ -114,12 +139,44 @@ pub fn router(state: AppState) -> Router {
         .route("/standard/mainline", get(lichess::mainline))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/prometheus", get(prometheus))
         .merge(pages::routes())
         .fallback(|| async { ApiError::NotFound })
+        .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), track_request))
         .layer(RequestBodyLimitLayer::new(body_limit))
         .layer(CorsLayer::permissive())
-        .layer(TraceLayer::new_for_http())
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        // Outermost: every request has an ID before it is traced.
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// The span of one request, carrying its `x-request-id` (the client's, or a
+/// generated UUID) so that log lines of probes and searches can be matched.
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
+}
+
+/// Counts every request by its route template and status, and times it.
+async fn track_request(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_owned());
+    let method = request.method().clone();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let route = route.as_deref().unwrap_or("unmatched");
+    state.telemetry.record_request(route, method.as_str(), response.status().as_u16(), started.elapsed());
+    response
+}
+
+async fn prometheus(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    let content_type = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+    ([(header::CONTENT_TYPE, content_type)], state.telemetry.render()).into_response()
 }
 
 async fn healthz() -> Json<serde_json::Value> {
@@ -127,10 +184,11 @@ async fn healthz() -> Json<serde_json::Value> {
 }
 
 async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    let tables = state.tablebases.tables().len();
     if state.ready.load(Ordering::SeqCst) {
-        Json(serde_json::json!({ "status": "ready" })).into_response()
+        Json(serde_json::json!({ "status": "ready", "tables": tables })).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "starting" }))).into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "not_ready", "tables": tables }))).into_response()
     }
 }
 
@@ -183,15 +241,20 @@ fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
 pub async fn serve(state: AppState) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(state.config.listen).await?;
     tracing::info!(addr = %listener.local_addr()?, "listening");
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+    serve_on(listener, state).await
 }
 
 /// Serves on an already bound listener (tests bind port 0).
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
-    axum::serve(listener, router(state)).with_graceful_shutdown(shutdown_signal()).await
+    let app = router(Arc::clone(&state));
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state)).await?;
+    tracing::info!("every request in flight answered; exiting");
+    Ok(())
 }
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT/SIGTERM, after stopping the searches; axum then stops
+/// accepting connections and waits for the requests in flight.
+async fn shutdown_signal(state: AppState) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -210,7 +273,8 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    tracing::info!("shutting down: finishing requests in flight");
+    tracing::info!("shutting down: stopping searches, finishing requests in flight");
+    state.begin_shutdown();
     // Give load balancers a moment; requests already accepted still complete.
     tokio::time::sleep(Duration::from_millis(10)).await;
 }
