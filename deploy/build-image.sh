@@ -128,15 +128,16 @@ done
 user=$(bah inspect --format '{{.OCIv1.Config.User}}' "$IMAGE")
 uid=$(chroot "$mnt" id -u "${user%%:*}")
 gid=$(chroot "$mnt" id -g "${user%%:*}")
+chroot_bin=$(command -v chroot)
 env -i PATH=/usr/local/bin:/usr/bin:/bin TBSERVER_LISTEN=127.0.0.1:$PORT \
   TBSERVER_SYZYGY=/tables/syzygy TBSERVER_GAVIOTA=/tables/gaviota TBSERVER_BUILTIN_DIR=/var/cache/tbserver \
-  chroot --userspec="$uid:$gid" "$mnt" sh -c 'cd /var/cache/tbserver && exec tbserver serve --log-format json' &
+  "$chroot_bin" --userspec="$uid:$gid" "$mnt" sh -c 'cd /var/cache/tbserver && exec tbserver serve --log-format json' &
 pid=$!
 for _ in $(seq 100); do
   curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.2
 done
-env -i TBSERVER_LISTEN=127.0.0.1:$PORT chroot --userspec="$uid:$gid" "$mnt" /usr/local/bin/tbserver healthcheck
+env -i TBSERVER_LISTEN=127.0.0.1:$PORT "$chroot_bin" --userspec="$uid:$gid" "$mnt" /usr/local/bin/tbserver healthcheck
 in_image=$(curl -fsS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$FEN")
 
 host_bin=${TBSERVER_HOST_BIN:-target/release/tbserver}

@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// Which source gave each value (absent when the value is unknown).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct Sources {
     pub wdl50: Option<Source>,
     pub dtz50: Option<Source>,
@@ -26,7 +26,7 @@ pub struct Sources {
 }
 
 /// The values of one position, from its side to move's point of view.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PositionInfo {
     /// The verdict at the position's real half-move clock.
     pub category: Category,
@@ -69,7 +69,7 @@ impl PositionInfo {
 
 /// One legal move and the values of the position after it, from the point of
 /// view of the side to move there (the opponent).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MoveInfo {
     pub uci: String,
     pub san: String,
@@ -84,7 +84,7 @@ pub struct MoveInfo {
     pub m: Move,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ProbeAnswer {
     pub fen: String,
     /// White's material `v` Black's, e.g. `KBNvK`.
@@ -330,7 +330,7 @@ pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
 }
 
 /// How a mainline ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MainlineEnd {
     Checkmate,
@@ -346,7 +346,7 @@ pub enum MainlineEnd {
     LengthLimit,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MainlineStep {
     pub uci: String,
     pub san: String,
@@ -358,7 +358,7 @@ pub struct MainlineStep {
     pub m: Move,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Mainline {
     pub fen: String,
     pub category: Category,

@@ -18,7 +18,7 @@ use serde::Deserialize;
 use shakmaty::Chess;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::AppState;
+use super::{AppState, openapi};
 use crate::{
     config::SearchConfig,
     error::ApiError,
@@ -87,11 +87,38 @@ impl Searches {
 /// The service's tables as the search sees them (probing policy of
 /// [`Tablebases`]; a broken table reads as "no answer", so search goes on).
 
-#[derive(Debug, Deserialize)]
+/// One event of `/api/v1/analyse/stream` (the schema of each event).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // describes the stream; events are built by axum's `Event`
+struct AnalyseEvent {
+    event: AnalyseEventName,
+    /// A `SearchResult` as JSON text.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
+
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum AnalyseEventName {
+    /// After each completed iteration (`stop` is null).
+    Depth,
+    /// The final result, once.
+    Result,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AnalyseQuery {
+    /// The position in FEN; underscores may stand for spaces. Required.
+    #[param(required = true, example = "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1")]
     fen: Option<String>,
+    /// Search time; clamped to 1..=`search.max_movetime_ms`
+    /// [default: `search.default_movetime_ms`].
     movetime_ms: Option<u64>,
+    /// Stop after this many nodes.
     nodes: Option<u64>,
+    /// Stop after this depth, in plies.
     depth: Option<u32>,
 }
 
@@ -114,6 +141,10 @@ fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
 }
 
 /// `GET /api/v1/analyse`: the final result as JSON.
+#[utoipa::path(
+    get, path = "/api/v1/analyse", tag = "search", params(AnalyseQuery),
+    responses((status = 200, body = SearchResult), openapi::SearchErrors)
+)]
 pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Response {
     let (pos, limits) = match parse(&state.searches.config, query) {
         Ok(v) => v,
@@ -149,6 +180,14 @@ impl Drop for CancelOnDrop {
 
 /// `GET /api/v1/analyse/stream`: Server-Sent Events, one `depth` event per
 /// completed iteration and a final `result` event; stops when the client goes.
+#[utoipa::path(
+    get, path = "/api/v1/analyse/stream", tag = "search", params(AnalyseQuery),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = AnalyseEvent,
+         description = "Server-Sent Events: `depth` events, then one `result` event"),
+        openapi::SearchErrors,
+    )
+)]
 pub async fn analyse_stream(
     State(state): State<AppState>,
     query: Result<Query<AnalyseQuery>, QueryRejection>,

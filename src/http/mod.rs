@@ -5,6 +5,7 @@ pub mod analyse;
 mod api;
 mod lichess;
 mod metrics_page;
+pub mod openapi;
 pub mod pages;
 
 use std::{
@@ -20,8 +21,9 @@ use axum::{
     body::Bytes,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
-    routing::get,
 };
+use utoipa::OpenApi as _;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use tokio::sync::Semaphore;
 use tower_http::{
     cors::CorsLayer,
@@ -126,21 +128,29 @@ impl Shared {
     }
 }
 
+/// Every route, each registered together with its OpenAPI description.
+/// Add routes here only through `routes!` (tests/openapi.rs checks that).
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(api::probe_get, api::probe_batch))
+        .routes(routes!(api::mainline))
+        .routes(routes!(api::tables))
+        .routes(routes!(analyse::analyse))
+        .routes(routes!(analyse::analyse_stream))
+        .routes(routes!(lichess::standard))
+        .routes(routes!(lichess::mainline))
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(prometheus))
+        .routes(routes!(openapi::openapi_json))
+        .merge(pages::routes())
+}
+
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.max_body_bytes;
-    Router::new()
-        .route("/api/v1/probe", get(api::probe_get).post(api::probe_batch))
-        .route("/api/v1/mainline", get(api::mainline))
-        .route("/api/v1/tables", get(api::tables))
-        .route("/api/v1/analyse", get(analyse::analyse))
-        .route("/api/v1/analyse/stream", get(analyse::analyse_stream))
-        .route("/standard", get(lichess::standard))
-        .route("/standard/mainline", get(lichess::mainline))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/prometheus", get(prometheus))
-        .merge(pages::routes())
+    let (routes, _document) = routes().split_for_parts();
+    routes
         .fallback(|| async { ApiError::NotFound })
         .layer(axum::middleware::from_fn_with_state(Arc::clone(&state), track_request))
         .layer(RequestBodyLimitLayer::new(body_limit))
@@ -174,21 +184,45 @@ async fn track_request(
     response
 }
 
+/// `GET /prometheus`: operational metrics, OpenMetrics text.
+#[utoipa::path(
+    get, path = "/prometheus", tag = "operations",
+    responses((status = 200, description = "Metrics in the OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+)]
 async fn prometheus(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
     let content_type = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
     ([(header::CONTENT_TYPE, content_type)], state.telemetry.render()).into_response()
 }
 
-async fn healthz() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+/// `GET /healthz`: the process answers (liveness).
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = openapi::Status)))]
+async fn healthz() -> Json<openapi::Status> {
+    Json(openapi::Status { status: "ok" })
 }
 
+/// `/readyz` answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Readiness {
+    /// `ready`, or `not_ready` (shutting down).
+    status: &'static str,
+    /// Tables indexed, all sources together.
+    tables: usize,
+}
+
+/// `GET /readyz`: whether to send traffic here. Tables are indexed before
+/// the server listens, so a listening server is ready until it begins to
+/// shut down.
+#[utoipa::path(
+    get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Readiness), (status = 503, description = "Shutting down", body = Readiness))
+)]
 async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
     let tables = state.tablebases.tables().len();
     if state.ready.load(Ordering::SeqCst) {
-        Json(serde_json::json!({ "status": "ready", "tables": tables })).into_response()
+        Json(Readiness { status: "ready", tables }).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "not_ready", "tables": tables }))).into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not_ready", tables })).into_response()
     }
 }
 
@@ -204,8 +238,12 @@ impl IntoResponse for ApiError {
 }
 
 /// `?fen=...`
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FenQuery {
+    /// The position in Forsyth-Edwards Notation; underscores may stand for
+    /// spaces. Required.
+    #[param(required = true, example = "8/8/8/8/8/2k5/8/R3K3 w - - 0 1")]
     fen: Option<String>,
 }
 
