@@ -116,8 +116,20 @@ fn request_id_is_echoed_or_generated() {
     assert_eq!(id.len(), 36, "a UUID: {id}");
 }
 
-/// The real binary on an ephemeral port; returns the child and its address.
-fn start_binary() -> Option<(std::process::Child, String)> {
+/// The server process, killed if a failing test leaves it running.
+struct Server(std::process::Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if self.0.try_wait().ok().flatten().is_none() {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+}
+
+/// The real binary on an ephemeral port; returns the process and its address.
+fn start_binary() -> Option<(Server, String)> {
     let (syzygy, gaviota) = (syzygy_dir()?, gaviota_dir()?);
     // Built-in tables off: answers come from the files, none is generated
     // (generating one takes seconds of CPU on first use).
@@ -142,16 +154,16 @@ fn start_binary() -> Option<(std::process::Child, String)> {
             let addr = addr.split_whitespace().next().unwrap().to_owned();
             // Keep draining the log so the server never blocks on a full pipe.
             std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return Some((child, format!("http://{addr}")));
+            return Some((Server(child), format!("http://{addr}")));
         }
         line.clear();
     }
-    panic!("tbserver exited before listening");
+    panic!("tbserver exited before listening: {:?}", child.wait());
 }
 
 #[test]
 fn sigterm_finishes_requests_in_flight_and_stops_searches() {
-    let Some((mut child, base)) = start_binary() else { return };
+    let Some((mut server, base)) = start_binary() else { return };
     // Beyond the tables: each search would run its whole 8 s budget.
     let search = format!("{base}/api/v1/analyse?fen={}&movetime_ms=8000", enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1"));
     let searches: Vec<_> = (0..2)
@@ -178,13 +190,17 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
             let (url, batch) = (format!("{base}/api/v1/probe"), batch.clone());
             std::thread::spawn(move || {
                 let client = reqwest::blocking::Client::builder().pool_max_idle_per_host(0).build().unwrap();
-                let (mut answered, mut broken) = (0, Vec::new());
+                // (sent, answered) of each request answered in full.
+                let (mut answered, mut broken) = (Vec::new(), Vec::new());
                 loop {
+                    let sent = Instant::now();
                     match client.post(&url).header("content-type", "application/json").body(batch.clone()).send() {
                         Ok(r) => {
                             let status = r.status().as_u16();
                             match r.json::<serde_json::Value>() {
-                                Ok(body) if status == 200 && body["results"].as_array().is_some_and(|a| a.len() == 200) => answered += 1,
+                                Ok(body) if status == 200 && body["results"].as_array().is_some_and(|a| a.len() == 200) => {
+                                    answered.push((sent, Instant::now()))
+                                }
                                 other => broken.push(format!("{status}: {other:?}")),
                             }
                         }
@@ -208,7 +224,7 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
     }
     std::thread::sleep(Duration::from_millis(200));
     let term_sent = Instant::now();
-    assert!(Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap().success());
+    assert!(Command::new("kill").args(["-TERM", &server.0.id().to_string()]).status().unwrap().success());
 
     for handle in searches {
         let (status, body, elapsed) = handle.join().unwrap();
@@ -216,15 +232,16 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
         assert!(body["best_move"]["uci"].is_string(), "a stopped search still answers its best move: {body}");
         assert!(elapsed < Duration::from_secs(5), "search stopped at shutdown, not after its 8 s: {elapsed:?}");
     }
-    let mut total = 0;
+    let (mut total, mut in_flight) = (0, 0);
     for handle in probers {
         let (answered, broken) = handle.join().unwrap();
         assert!(broken.is_empty(), "requests broken by shutdown: {broken:?}");
-        total += answered;
+        total += answered.len();
+        in_flight += answered.iter().filter(|(sent, done)| *sent < term_sent && *done > term_sent).count();
     }
-    let status = child.wait().unwrap();
+    let status = server.0.wait().unwrap();
     let exit_after = term_sent.elapsed();
-    report!("shutdown: {total} probe batches of 200 answered, exit {status} {exit_after:?} after SIGTERM");
+    report!("shutdown: {total} probe batches of 200 answered, {in_flight} of them in flight at SIGTERM; {status} {exit_after:?} after SIGTERM");
     assert!(status.success(), "{status}");
-    assert!(total > 0);
+    assert!(in_flight > 0, "no probe request was in flight at SIGTERM; the test proved nothing");
 }

@@ -84,9 +84,6 @@ impl Searches {
     }
 }
 
-/// The service's tables as the search sees them (probing policy of
-/// [`Tablebases`]; a broken table reads as "no answer", so search goes on).
-
 /// One event of `/api/v1/analyse/stream` (the schema of each event).
 #[derive(utoipa::ToSchema)]
 #[allow(dead_code)] // describes the stream; events are built by axum's `Event`
