@@ -114,17 +114,13 @@ impl ProbeCounts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::fen::Fen;
-
-    fn board(fen: &str) -> Board {
-        fen.parse::<Fen>().unwrap().into_setup().board
-    }
+    use shakmaty::Position;
 
     #[test]
     fn counts_by_normalized_table_source_and_metric() {
         let counts = ProbeCounts::default();
-        let krk_white = board("8/8/8/8/8/2k5/8/R3K3 w - - 0 1");
-        let krk_black = board("8/8/8/8/8/2K5/8/r3k3 w - - 0 1");
+        let krk_white = crate::request::parse_fen("8/8/8/8/8/2k5/8/R3K3 w - - 0 1").unwrap().board().clone();
+        let krk_black = crate::request::parse_fen("8/8/8/8/8/2K5/8/r3k3 b - - 0 1").unwrap().board().clone();
         for _ in 0..3 {
             counts.record(Source::Syzygy, ProbeMetric::Wdl, &krk_white);
         }
