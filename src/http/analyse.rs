@@ -132,6 +132,11 @@ fn busy(state: &AppState) -> Response {
     ApiError::Busy.into_response()
 }
 
+/// One line per search, inside its span (with the FEN and the request ID).
+fn log_finished(r: &SearchResult) {
+    tracing::info!(depth = r.depth, nodes = r.nodes, elapsed_ms = r.elapsed_ms, stop = ?r.stop, "search finished");
+}
+
 fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
     let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal);
     tracing::info_span!("search", fen = %fen, movetime_ms = limits.movetime.map(|d| d.as_millis() as u64))
@@ -159,6 +164,7 @@ pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQ
         let _running = shared.telemetry.search_started();
         let options = shared.searches.options();
         let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &c, &mut |_| {});
+        log_finished(&r);
         drop(permit);
         let _ = tx.send(r);
     });
@@ -224,6 +230,7 @@ pub async fn analyse_stream(
         };
         let options = shared.searches.options();
         let r = search::analyse(&pos, shared.tablebases.as_ref(), &limits, &options, &cancel, &mut on_depth);
+        log_finished(&r);
         drop(permit);
         let _ = tx.blocking_send(event("result", &r));
         let _ = done_tx.send(());
