@@ -292,6 +292,8 @@ pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std
 
 /// Resolves on SIGINT/SIGTERM, after stopping the searches; axum then stops
 /// accepting connections and waits for the requests in flight.
+/// (A table rescan on SIGHUP is not a shutdown: it belongs beside this, in
+/// its own task, with readiness untouched.)
 async fn shutdown_signal(state: AppState) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
