@@ -37,7 +37,7 @@ fn bench(c: &mut Criterion) {
     let positions = positions();
     // Warm the page cache and the lazily opened tables.
     for pos in &positions {
-        probe::probe(&tb, pos, MoveOrder::MateFirst).expect("bench positions are covered");
+        probe::probe(&tb, pos, MoveOrder::Dtm50First).expect("bench positions are covered");
     }
 
     let mut group = c.benchmark_group("probe_5piece");
@@ -55,7 +55,7 @@ fn bench(c: &mut Criterion) {
     group.bench_function(BenchmarkId::new("full_answer_json", positions.len()), |b| {
         b.iter(|| {
             for pos in &positions {
-                let answer = probe::probe(&tb, pos, MoveOrder::MateFirst).unwrap();
+                let answer = probe::probe(&tb, pos, MoveOrder::Dtm50First).unwrap();
                 std::hint::black_box(serde_json::to_vec(&answer).unwrap());
             }
         })

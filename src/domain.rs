@@ -132,6 +132,42 @@ impl Dtm {
     }
 }
 
+/// DTM50: the distance to mate under the 50-move rule at the position's own
+/// half-move clock. Exact, from tables that play every line out under the
+/// rule (built-in tables, up to 4 pieces).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Dtm50 {
+    /// Signed plies to mate: positive when the side to move mates, negative
+    /// when it is mated; 0 when drawn at this clock or already checkmated.
+    pub plies: i32,
+    /// "Mate in N" in full moves with the sign of `plies`; null when the
+    /// 50-move rule (or the position) makes it a draw at this clock.
+    pub mate_in_moves: Option<i32>,
+    /// Always true: not a bound but the value itself.
+    pub exact: bool,
+    /// The half-move clock this value holds at.
+    pub halfmove_clock: u32,
+}
+
+impl Dtm50 {
+    /// `plies` as signed plies (0 with `mated` for a checkmated side, 0
+    /// without it for a draw) at `halfmove_clock`.
+    pub fn new(plies: i32, mated: bool, halfmove_clock: u32) -> Dtm50 {
+        let decided = plies != 0 || mated;
+        Dtm50 {
+            plies,
+            mate_in_moves: decided.then(|| plies.signum() * ((plies.abs() + 1) / 2)),
+            exact: true,
+            halfmove_clock,
+        }
+    }
+
+    /// Whether a mate is reachable (or already on the board) at this clock.
+    pub fn is_decided(&self) -> bool {
+        self.mate_in_moves.is_some()
+    }
+}
+
 /// Five-valued WDL50 at half-move clock 0, as `i8` in the API (−2..=2).
 pub fn wdl50_value(wdl: Wdl) -> i8 {
     wdl.signum() as i8 * if matches!(wdl, Wdl::Win | Wdl::Loss) { 2 } else { 1 }

@@ -161,7 +161,7 @@ fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
     init_logging(LogFormat::Human);
     let tablebases = app::open_tablebases(&config);
     let answer = parse_fen(fen)
-        .and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::MateFirst))
+        .and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::Dtm50First))
         .map_err(|e| serde_json::to_string(&e.body()).unwrap_or_else(|_| e.to_string()))?;
     println!("{}", serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?);
     Ok(())

@@ -8,11 +8,11 @@ use shakmaty::{Chess, Color, Move, Position, Role, san::SanPlus, uci::UciMove};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
-    domain::{Category, Dtm, Dtz50, Source, Sourced, wdl50_value},
+    domain::{Category, Dtm, Dtm50, Dtz50, Source, Sourced, wdl50_value},
     error::ApiError,
     material,
     request::normalized_fen,
-    search::{self, MateBound, NoBound},
+    search::{self, Derivation, MateBound, MateSide, NoBound},
     sources::TableError,
     tablebase::Tablebases,
 };
@@ -23,6 +23,7 @@ pub struct Sources {
     pub wdl50: Option<Source>,
     pub dtz50: Option<Source>,
     pub dtm: Option<Source>,
+    pub dtm50: Option<Source>,
 }
 
 /// The values of one position, from its side to move's point of view.
@@ -35,6 +36,8 @@ pub struct PositionInfo {
     pub wdl50: Option<i8>,
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
+    /// Exact DTM50 at this clock, where tables have it (up to 4 pieces).
+    pub dtm50: Option<Dtm50>,
     /// The proven range of the distance to mate under the 50-move rule at
     /// this clock (DTM50), from the tables alone; null when none can be given.
     pub mate_bound: Option<MateBound>,
@@ -105,6 +108,7 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         wdl50: None,
         dtz50: None,
         dtm: None,
+        dtm50: None,
         mate_bound: None,
         no_mate_bound: None,
         checkmate: false,
@@ -120,10 +124,13 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
             info.category = Category::Loss;
             // Syzygy convention: a mated side's DTZ is −1; the mate is 0 plies away.
             set_rules(&mut info, Wdl::Loss, -1, 0);
+            // A mate given after the clock reached 100 came too late.
+            info.dtm50 = Some(Dtm50::new(0, pos.halfmoves() <= 100, pos.halfmoves()));
         } else {
             info.stalemate = true;
             info.category = Category::Draw;
             set_rules(&mut info, Wdl::Draw, 0, 0);
+            info.dtm50 = Some(Dtm50::new(0, false, pos.halfmoves()));
         }
         set_mate_bound(&mut info, pos);
         return info;
@@ -131,6 +138,7 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     if info.insufficient_material {
         info.category = Category::Draw;
         set_rules(&mut info, Wdl::Draw, 0, 0);
+        info.dtm50 = Some(Dtm50::new(0, false, pos.halfmoves()));
         set_mate_bound(&mut info, pos);
         return info;
     }
@@ -176,12 +184,35 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
             info.table_error.get_or_insert(err);
         }
     }
+    match tb.dtm50_plies(pos) {
+        Ok(Some(Sourced { value, source })) => {
+            info.dtm50 = Some(Dtm50::new(value, false, clock));
+            info.sources.dtm50 = Some(source);
+        }
+        Ok(None) => {}
+        Err(err) => {
+            info.table_error.get_or_insert(err);
+        }
+    }
     set_mate_bound(&mut info, pos);
     info
 }
 
 fn set_mate_bound(info: &mut PositionInfo, pos: &Chess) {
-    let bound = search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies));
+    // Exact DTM50 (up to 4 pieces) is the bound itself.
+    let from_table = info.dtm50.filter(|_| info.sources.dtm50 != Some(Source::Rules)).map(|d| {
+        if d.is_decided() {
+            let side = if d.plies > 0 { MateSide::Win } else { MateSide::Loss };
+            Ok(MateBound::new(side, d.plies.unsigned_abs(), d.plies.unsigned_abs(), Derivation::Dtm50))
+        } else if info.wdl().is_some_and(|w| w != Wdl::Draw) {
+            Err(NoBound::FiftyMoveRule)
+        } else {
+            Err(NoBound::Draw)
+        }
+    });
+    let bound = from_table.unwrap_or_else(|| {
+        search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies))
+    });
     match bound {
         Ok(bound) => info.mate_bound = Some(bound),
         Err(reason) => info.no_mate_bound = Some(reason),
@@ -192,7 +223,12 @@ fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) 
     info.wdl50 = Some(wdl50_value(wdl));
     info.dtz50 = Some(Dtz50::exact(dtz_plies));
     info.dtm = Some(Dtm::from_plies(dtm_plies));
-    info.sources = Sources { wdl50: Some(Source::Rules), dtz50: Some(Source::Rules), dtm: Some(Source::Rules) };
+    info.sources = Sources {
+        wdl50: Some(Source::Rules),
+        dtz50: Some(Source::Rules),
+        dtm: Some(Source::Rules),
+        dtm50: Some(Source::Rules),
+    };
 }
 
 /// Checks that the position is one tables could cover at all.
@@ -205,12 +241,19 @@ pub fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
     Ok(())
 }
 
-/// How to order winning moves among themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// How to order winning (and losing) moves among themselves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, utoipa::ToSchema)]
 pub enum MoveOrder {
-    /// Fastest mate first where DTM is known, then DTZ (tbserver's own API).
-    MateFirst,
+    /// Fastest mate under the 50-move rule first where DTM50 is known, then
+    /// DTM, then DTZ (tbserver's own API).
+    #[default]
+    #[serde(rename = "dtm50")]
+    Dtm50First,
+    /// Fastest mate ignoring the 50-move rule first (DTM), then DTZ.
+    #[serde(rename = "dtm")]
+    DtmFirst,
     /// DTZ only (the lichess-compatible mainline).
+    #[serde(rename = "dtz")]
     ZeroingFirst,
 }
 
@@ -285,6 +328,16 @@ pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInf
     moves
 }
 
+impl MoveOrder {
+    pub fn metric(self) -> &'static str {
+        match self {
+            MoveOrder::Dtm50First => "dtm50",
+            MoveOrder::DtmFirst => "dtm",
+            MoveOrder::ZeroingFirst => "dtz",
+        }
+    }
+}
+
 /// Rank of a move's result for the mover: lower is better.
 fn result_rank(after: Category) -> u8 {
     match after.flip() {
@@ -300,30 +353,27 @@ fn result_rank(after: Category) -> u8 {
 }
 
 /// Sorts best first for the side to move: by result, then winning moves by
-/// speed (mate now, shortest DTM, zeroing, shortest DTZ), losing moves by
-/// resistance (longest DTM, non-zeroing, longest DTZ); ties by UCI.
+/// speed (mate now, shortest DTM50, shortest DTM, zeroing, shortest DTZ),
+/// losing moves by resistance (longest DTM50, longest DTM, non-zeroing,
+/// longest DTZ); ties by UCI. `order` says which distances count.
 pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
     moves.sort_by_cached_key(|mv| {
         let rank = result_rank(mv.after.category);
-        let dtm = mv.after.dtm.map(|d| d.plies.abs());
+        let dtm50 = mv.after.dtm50.filter(|d| d.is_decided() && order == MoveOrder::Dtm50First).map(|d| d.plies.abs());
+        let dtm = mv.after.dtm.filter(|_| order != MoveOrder::ZeroingFirst).map(|d| d.plies.abs());
         let dtz = mv.after.dtz50.map_or(i32::MAX, |d| d.plies.abs());
-        let use_dtm = order == MoveOrder::MateFirst;
         let key = if rank <= 2 {
-            (
-                !mv.after.checkmate,
-                if use_dtm { dtm.unwrap_or(i32::MAX) } else { 0 },
-                !mv.zeroing,
-                dtz,
-            )
+            (!mv.after.checkmate, dtm50.unwrap_or(i32::MAX), dtm.unwrap_or(i32::MAX), !mv.zeroing, dtz)
         } else if (4..=6).contains(&rank) {
             (
                 false,
-                if use_dtm { dtm.map_or(i32::MAX, |d| -d) } else { 0 },
+                dtm50.map_or(i32::MAX, |d| -d),
+                dtm.map_or(i32::MAX, |d| -d),
                 mv.zeroing,
                 if dtz == i32::MAX { i32::MAX } else { -dtz },
             )
         } else {
-            (false, 0, false, 0)
+            (false, 0, 0, false, 0)
         };
         (rank, key, Reverse(mv.after.stalemate), mv.uci.clone())
     });
@@ -354,6 +404,7 @@ pub struct MainlineStep {
     pub category: Category,
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
+    pub dtm50: Option<Dtm50>,
     #[serde(skip)]
     pub m: Move,
 }
@@ -361,9 +412,12 @@ pub struct MainlineStep {
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Mainline {
     pub fen: String,
+    /// The distance the line follows: `dtm50`, `dtm` or `dtz`.
+    pub metric: &'static str,
     pub category: Category,
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
+    pub dtm50: Option<Dtm50>,
     pub mainline: Vec<MainlineStep>,
     /// `w`, `b`, or null for a draw.
     pub winner: Option<char>,
@@ -379,9 +433,11 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
     let first = probe(tb, pos, order)?;
     let mut line = Mainline {
         fen: first.fen.clone(),
+        metric: order.metric(),
         category: first.info.category,
         dtz50: first.info.dtz50,
         dtm: first.info.dtm,
+        dtm50: first.info.dtm50,
         mainline: Vec::new(),
         winner: None,
         end: MainlineEnd::Draw,
@@ -429,6 +485,7 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
             category: best.after.category,
             dtz50: best.after.dtz50,
             dtm: best.after.dtm,
+            dtm50: best.after.dtm50,
             m: best.m,
         });
         pos.play_unchecked(best.m);

@@ -7,7 +7,7 @@
 
 use std::sync::Arc;
 
-use shakmaty::{Chess, Position};
+use shakmaty::{Chess, FromSetup, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
@@ -88,6 +88,11 @@ impl Tablebases {
         self.first(ProbeMetric::Dtm, pos, |s| s.probe_dtm_plies(pos))
     }
 
+    /// Signed plies to mate under the 50-move rule at the position's clock.
+    pub fn dtm50_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
+        self.first(ProbeMetric::Dtm50, pos, |s| s.probe_dtm50_plies(pos))
+    }
+
     /// Whether some source could in principle hold this position.
     pub fn within_piece_limit(&self, pos: &Chess) -> bool {
         pos.board().occupied().count() <= self.max_pieces()
@@ -108,5 +113,17 @@ impl Oracle for Tablebases {
     }
     fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
         Tablebases::dtm_plies(self, pos).ok().flatten().map(|s| s.value)
+    }
+    fn dtm50_plies(&self, pos: &Chess, clock_plies: u32) -> Option<i32> {
+        if clock_plies != pos.halfmoves() {
+            // The search asks about its own clocks; the position carries one.
+            let mut setup = pos.to_setup(shakmaty::EnPassantMode::Legal);
+            setup.halfmoves = clock_plies;
+            let at_clock = Chess::from_setup(setup, shakmaty::CastlingMode::Standard)
+                .or_else(shakmaty::PositionError::ignore_impossible_check)
+                .ok()?;
+            return Tablebases::dtm50_plies(self, &at_clock).ok().flatten().map(|s| s.value);
+        }
+        Tablebases::dtm50_plies(self, pos).ok().flatten().map(|s| s.value)
     }
 }

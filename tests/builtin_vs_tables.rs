@@ -22,6 +22,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
+    dtm50::{LAST_MOVE_CLOCK, Segment},
     index::{Layout, Pos},
     value,
 };
@@ -228,52 +229,162 @@ fn dtm_equals_gaviota_for_three_pieces() {
 }
 
 /// Every position's DTM and DTZ follow from its successors' (a fixed point
-/// with strictly decreasing distances along best lines is the true value).
+/// with strictly decreasing distances along best lines is the true value),
+/// and so does its DTM50 at every half-move clock 0..=99.
 #[test]
 fn every_value_is_consistent_with_its_successors() {
     let s = store();
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     let mut total = 0;
+    let mut total_clocks = 0;
     for m in materials(4) {
+        let clocks = AtomicU64::new(0);
         let n = for_each_position(&m, |pos, dtz, dtm| {
+            let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
+            // Segments of this position, then of each quiet reply (`quiet`
+            // holds their ranges).
+            let mut segs: Vec<Segment> = Vec::new();
+            s.probe_function(pos, &mut segs).unwrap().unwrap();
+            let own_len = segs.len();
+            // DTM50 as a function of the clock: the breakpoints (last clock
+            // of each constant run) of this position and of every reply.
+            let mut breakpoints = vec![LAST_MOVE_CLOCK];
+            breakpoints.extend(segs.iter().map(|g| g.max_clock));
             let moves = pos.legal_moves();
             let (mut ez, mut em) = (value::UNKNOWN, value::UNKNOWN);
             if moves.is_empty() {
                 let v = if pos.is_check() { value::loss(0) } else { value::DRAW };
                 (ez, em) = (v, v);
             }
+            // Replies by their DTM50: fixed after a zeroing move (the clock
+            // restarts), or the reply's own segments one clock later.
+            let mut fixed = value::UNKNOWN;
+            let mut quiet: Vec<std::ops::Range<usize>> = Vec::new();
             for mv in moves {
                 let zeroing = mv.is_zeroing();
                 let mut child = pos.clone();
                 child.play_unchecked(mv);
-                let (cz, cm) = if child.is_checkmate() {
-                    (value::loss(0), value::loss(0))
-                } else if child.board().occupied().count() == 2 || child.is_stalemate() {
-                    (value::DRAW, value::DRAW)
+                let mated = child.is_checkmate();
+                let start = segs.len();
+                let (cz, cm, c50) = if mated {
+                    // A mate counts up to clock 100, so at every clock.
+                    (value::loss(0), value::loss(0), value::loss(0))
+                } else if child.board().occupied().count() == 2 {
+                    (value::DRAW, value::DRAW, value::DRAW)
+                } else if zeroing {
+                    let (z, m) = s.probe(&child).unwrap().unwrap();
+                    (z, m, s.probe_dtm50(&child, 0).unwrap().unwrap())
                 } else {
-                    s.probe(&child).unwrap().unwrap()
+                    let v = s.probe_function(&child, &mut segs).unwrap().unwrap();
+                    (v.dtz, v.dtm, value::UNKNOWN)
                 };
                 ez = value::better(ez, if zeroing { value::back_zeroing(cz) } else { value::back_one_ply(cz) });
                 em = value::better(em, value::back_one_ply(cm));
+                if c50 != value::UNKNOWN {
+                    fixed = value::better(fixed, value::back_one_ply(c50));
+                } else {
+                    breakpoints.extend(segs[start..].iter().filter(|g| g.max_clock > 0).map(|g| g.max_clock - 1));
+                    quiet.push(start..segs.len());
+                }
             }
             if (ez, em) != (dtz, dtm) {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!(
                     "{}: stored dtz {} dtm {}, successors say dtz {} dtm {}",
-                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal),
+                    fen(),
                     value::signed_plies(dtz),
                     value::signed_plies(dtm),
                     value::signed_plies(ez),
                     value::signed_plies(em)
                 ));
             }
+            breakpoints.sort_unstable();
+            breakpoints.dedup();
+            let at = |segs: &[Segment], clock: u32| {
+                segs.iter().find(|g| clock <= g.max_clock as u32).map_or(value::DRAW, |g| g.value)
+            };
+            for &c in &breakpoints {
+                let c = c as u32;
+                let mut expect = fixed;
+                for r in &quiet {
+                    expect = value::better(expect, value::back_one_ply(at(&segs[r.clone()], c + 1)));
+                }
+                if ez == value::loss(0) || ez == value::DRAW && em == value::DRAW && quiet.is_empty() && fixed == value::UNKNOWN {
+                    // Mated or stalemated: the rules decide at every clock.
+                    expect = ez;
+                }
+                let stored = at(&segs[..own_len], c);
+                if stored != expect {
+                    bad.fetch_add(1, Ordering::Relaxed);
+                    failures.add(format!(
+                        "{} clock {c}: stored dtm50 {}, successors say {}",
+                        fen(),
+                        value::signed_plies(stored),
+                        value::signed_plies(expect)
+                    ));
+                }
+            }
+            clocks.fetch_add(breakpoints.len() as u64, Ordering::Relaxed);
+            if let Err(e) = dtm50_agrees_with_dtm_and_wdl(&segs[..own_len], dtz, dtm) {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!("{}: {e}", fen()));
+            }
         });
-        report!("{:<8} {n:>9} positions checked against their successors", m.name());
+        let c = clocks.into_inner();
+        report!(
+            "{:<8} {n:>9} positions checked against their successors (DTM50 at all 100 clocks, {c} constant runs)",
+            m.name()
+        );
         total += n;
+        total_clocks += c;
     }
-    report!("total    {total:>9} positions checked against their successors");
+    report!("total    {total:>9} positions checked against their successors, DTM50 in {total_clocks} constant runs");
     failures.check(bad.into_inner());
+}
+
+/// The rules DTM50 must obey whatever the successors say: it is DTM where
+/// the clock leaves room for DTM's mate, never shorter than DTM, drawn at
+/// every clock above one where it is drawn, and at clock 0 it has the
+/// WDL50 verdict (cursed wins and blessed losses are drawn there).
+fn dtm50_agrees_with_dtm_and_wdl(own: &[Segment], dtz: u16, dtm: u16) -> Result<(), String> {
+    use shakmaty_syzygy::Wdl;
+    let at = |clock: u32| own.iter().find(|g| clock <= g.max_clock as u32).map_or(value::DRAW, |g| g.value);
+    for w in own.windows(2) {
+        if w[0].max_clock >= w[1].max_clock || value::plies(w[0].value) >= value::plies(w[1].value) {
+            return Err(format!("segments not increasing: {own:?}"));
+        }
+    }
+    for g in own {
+        let same_side = (value::is_win(g.value) && value::is_win(dtm)) || (value::is_loss(g.value) && value::is_loss(dtm));
+        if !same_side || value::plies(g.value) < value::plies(dtm) {
+            return Err(format!("dtm50 {} against dtm {}", value::signed_plies(g.value), value::signed_plies(dtm)));
+        }
+    }
+    if value::is_win(dtm) || value::is_loss(dtm) {
+        for clock in 0..=(100 - value::plies(dtm).min(100) as u32).min(LAST_MOVE_CLOCK as u32) {
+            if at(clock) != dtm {
+                return Err(format!("clock {clock}: dtm50 {} but dtm {} fits", value::signed_plies(at(clock)), value::signed_plies(dtm)));
+            }
+        }
+    }
+    let at_zero = at(0);
+    let consistent = match value::wdl50(dtz) {
+        Wdl::Win => value::is_win(at_zero),
+        Wdl::Loss => value::is_loss(at_zero),
+        Wdl::CursedWin => at_zero == value::DRAW && value::is_win(dtm),
+        Wdl::BlessedLoss => at_zero == value::DRAW && value::is_loss(dtm),
+        Wdl::Draw => at_zero == value::DRAW && !value::is_win(dtm) && !value::is_loss(dtm) || dtm == value::loss(0),
+    };
+    if !consistent {
+        return Err(format!(
+            "wdl50 {:?} but dtm50 at clock 0 {} (dtm {})",
+            value::wdl50(dtz),
+            value::signed_plies(at_zero),
+            value::signed_plies(dtm)
+        ));
+    }
+    Ok(())
 }
 
 /// Where the winner's only zeroing move is mate (captures by the loser draw),

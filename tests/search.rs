@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use shakmaty::fen::Fen;
-use shakmaty::{Bitboard, Board, ByColor, CastlingMode, Chess, Color, FromSetup, Piece, Position, Role, Setup, Square};
+use common::{Rng, random_position};
+use shakmaty::{CastlingMode, Chess, Position};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
 use tbserver::tablebase::Tablebases;
@@ -23,58 +24,6 @@ fn tables(gaviota: bool) -> Option<impl Oracle> {
 
 fn pos(fen: &str) -> Chess {
     fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
-}
-
-/// Deterministic xorshift so failures are reproducible.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-/// A random legal position of `material` (e.g. "KRPvKR"), side to move random.
-fn random_position(rng: &mut Rng, material: &str, clock: u32) -> Chess {
-    loop {
-        let mut board = Board::empty();
-        let (w, b) = material.split_once('v').unwrap();
-        let mut ok = true;
-        for (color, side) in [(Color::White, w), (Color::Black, b)] {
-            for ch in side.chars() {
-                let role = Role::from_char(ch.to_ascii_lowercase()).unwrap();
-                let sq = loop {
-                    let sq = Square::new(rng.below(64) as u32);
-                    if board.piece_at(sq).is_none() {
-                        break sq;
-                    }
-                };
-                if role == Role::Pawn && (Bitboard::BACKRANKS.contains(sq)) {
-                    ok = false;
-                }
-                board.set_piece_at(sq, Piece { color, role });
-            }
-        }
-        if !ok {
-            continue;
-        }
-        let mut setup = Setup::empty();
-        setup.board = board;
-        setup.turn = if rng.below(2) == 0 { Color::White } else { Color::Black };
-        setup.halfmoves = clock;
-        setup.castling_rights = Bitboard::EMPTY;
-        let _ = ByColor { white: 0, black: 0 };
-        if let Ok(p) = Chess::from_setup(setup, CastlingMode::Standard) {
-            if !p.legal_moves().is_empty() {
-                return p;
-            }
-        }
-    }
 }
 
 fn category(oracle: &dyn Oracle, p: &Chess) -> Category {

@@ -6,22 +6,29 @@
 //! 12  4  header length = 64
 //! 16 16  material name, e.g. "KQvKR", zero-padded
 //! 32  8  index size N (u64): positions per metric, illegal ones included
-//! 40  4  metrics: bit 0 DTZ50'', bit 1 DTM
+//! 40  4  metrics: bit 0 DTZ50'', bit 1 DTM, bit 2 DTM50
 //! 44  4  CRC-32 of everything after the header
 //! 48  8  legal positions (u64)
 //! 56  8  reserved, zero
 //! 64     DTZ50'' values: N × u16 LE, then DTM values: N × u16 LE
+//!        DTM50 first segments: N × u32 LE
+//!        K, the positions with more DTM50 segments (u64), S, their count (u64)
+//!        K × u32 their indexes (ascending), K + 1 × u32 segment starts,
+//!        S × u32 segments
 //! ```
-//! Values use the encoding of [`super::value`]. The index is the one of
+//! Values use the encoding of [`super::value`], DTM50 segments that of
+//! [`super::dtm50::Segment`]. The index is the one of
 //! [`super::index::Layout`]; a change to it must bump the version.
 
-use super::material::Material;
+use super::{dtm50::Dtm50Data, material::Material};
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const HEADER_LEN: usize = 64;
 pub const METRIC_DTZ: u32 = 1;
 pub const METRIC_DTM: u32 = 2;
+pub const METRIC_DTM50: u32 = 4;
+const ALL_METRICS: u32 = METRIC_DTZ | METRIC_DTM | METRIC_DTM50;
 pub const EXTENSION: &str = "tbsb";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,12 +40,59 @@ pub struct Header {
     pub legal_positions: u64,
 }
 
-pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], legal_positions: u64) -> Vec<u8> {
-    assert_eq!(dtz.len(), dtm.len());
-    let mut out = vec![0u8; HEADER_LEN + 4 * dtz.len()];
-    for (chunk, v) in out[HEADER_LEN..].chunks_exact_mut(2).zip(dtz.iter().chain(dtm)) {
-        chunk.copy_from_slice(&v.to_le_bytes());
+/// Byte offsets of the sections after the header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sections {
+    pub dtz: usize,
+    pub dtm: usize,
+    pub dtm50_inline: usize,
+    pub overflow_len: usize,
+    pub overflow_index: usize,
+    pub overflow_start: usize,
+    pub segments: usize,
+    pub end: usize,
+}
+
+impl Sections {
+    fn new(positions: usize, overflow_len: usize, segments: usize) -> Sections {
+        let dtz = HEADER_LEN;
+        let dtm = dtz + 2 * positions;
+        let dtm50_inline = dtm + 2 * positions;
+        let counts = dtm50_inline + 4 * positions;
+        let overflow_index = counts + 16;
+        let overflow_start = overflow_index + 4 * overflow_len;
+        let segments_at = overflow_start + 4 * (overflow_len + 1);
+        Sections {
+            dtz,
+            dtm,
+            dtm50_inline,
+            overflow_len,
+            overflow_index,
+            overflow_start,
+            segments: segments_at,
+            end: segments_at + 4 * segments,
+        }
     }
+}
+
+pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: &Dtm50Data, legal_positions: u64) -> Vec<u8> {
+    assert_eq!(dtz.len(), dtm.len());
+    assert_eq!(dtz.len(), dtm50.inline.len());
+    let s = Sections::new(dtz.len(), dtm50.overflow_index.len(), dtm50.segments.len());
+    let mut out = Vec::with_capacity(s.end);
+    out.resize(HEADER_LEN, 0);
+    for v in dtz.iter().chain(dtm) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for v in &dtm50.inline {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    out.extend_from_slice(&(dtm50.overflow_index.len() as u64).to_le_bytes());
+    out.extend_from_slice(&(dtm50.segments.len() as u64).to_le_bytes());
+    for v in dtm50.overflow_index.iter().chain(&dtm50.overflow_start).chain(&dtm50.segments) {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    assert_eq!(out.len(), s.end);
     let crc = crc32fast::hash(&out[HEADER_LEN..]);
     out[..8].copy_from_slice(MAGIC);
     out[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -46,14 +100,15 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], legal_positions: u6
     let name = material.name();
     out[16..16 + name.len()].copy_from_slice(name.as_bytes());
     out[32..40].copy_from_slice(&(dtz.len() as u64).to_le_bytes());
-    out[40..44].copy_from_slice(&(METRIC_DTZ | METRIC_DTM).to_le_bytes());
+    out[40..44].copy_from_slice(&ALL_METRICS.to_le_bytes());
     out[44..48].copy_from_slice(&crc.to_le_bytes());
     out[48..56].copy_from_slice(&legal_positions.to_le_bytes());
     out
 }
 
-/// Checks a whole file (header and checksum) against what `material` needs.
-pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<Header, String> {
+/// Checks a whole file (header, section sizes and checksum) against what
+/// `material` needs, and says where its sections are.
+pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Sections), String> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return Err("not a tbserver built-in table (bad magic)".into());
     }
@@ -74,15 +129,25 @@ pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<H
         crc32: u32_at(44),
         legal_positions: u64_at(48),
     };
-    if header.positions != positions as u64 || bytes.len() != HEADER_LEN + 4 * positions {
-        return Err(format!("size mismatch: {} bytes for {} positions", bytes.len(), header.positions));
-    }
-    if header.metrics != METRIC_DTZ | METRIC_DTM {
+    if header.metrics != ALL_METRICS {
         return Err(format!("unexpected metrics {:#x}", header.metrics));
+    }
+    let size_error = || format!("size mismatch: {} bytes for {} positions", bytes.len(), header.positions);
+    let counts = Sections::new(positions, 0, 0).overflow_index - 16;
+    if header.positions != positions as u64 || bytes.len() < counts + 16 {
+        return Err(size_error());
+    }
+    let (k, n) = (u64_at(counts), u64_at(counts + 8));
+    if k > positions as u64 || n > 100 * positions as u64 {
+        return Err(size_error());
+    }
+    let sections = Sections::new(positions, k as usize, n as usize);
+    if bytes.len() != sections.end {
+        return Err(size_error());
     }
     let crc = crc32fast::hash(&bytes[HEADER_LEN..]);
     if crc != header.crc32 {
         return Err(format!("checksum mismatch: stored {:08x}, computed {crc:08x}", header.crc32));
     }
-    Ok(header)
+    Ok((header, sections))
 }

@@ -9,11 +9,13 @@
 //! known to reach won positions (a counter per position), at the largest
 //! distance among them. DTZ50'' and DTM are the same game with different exit
 //! values: DTZ restarts the count at each zeroing move, DTM keeps counting.
+//! DTM50 adds the half-move clock to the game; see [`super::dtm50`].
 
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
 use super::index::{Layout, NONE, Pos};
+use super::dtm50::{self, Dtm50Data};
 use super::value::{self, DRAW, UNKNOWN};
 
 /// Any position with at most 4 men, used to look up other tables.
@@ -33,8 +35,40 @@ pub enum Succ {
     Exit(Board),
 }
 
-/// Values of a position of another table (or a later layer): (DTZ50'', DTM).
-pub type Lookup<'a> = dyn Fn(&Board) -> Result<(u16, u16), String> + Sync + 'a;
+/// Values of one position, encoded as in [`super::value`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Values {
+    pub dtz: u16,
+    pub dtm: u16,
+    /// DTM50 at half-move clock 0 (just after a capture or pawn move).
+    pub dtm50: u16,
+}
+
+impl Values {
+    pub const DRAW: Values = Values { dtz: DRAW, dtm: DRAW, dtm50: DRAW };
+
+    /// The mover's view of a zeroing move into a position of these values.
+    #[inline]
+    fn back_zeroing(self) -> Values {
+        Values {
+            dtz: value::back_zeroing(self.dtz),
+            dtm: value::back_one_ply(self.dtm),
+            dtm50: value::back_one_ply(self.dtm50),
+        }
+    }
+
+    #[inline]
+    fn better(self, o: Values) -> Values {
+        Values {
+            dtz: value::better(self.dtz, o.dtz),
+            dtm: value::better(self.dtm, o.dtm),
+            dtm50: value::better(self.dtm50, o.dtm50),
+        }
+    }
+}
+
+/// Values of a position of another table (or a later layer).
+pub type Lookup<'a> = dyn Fn(&Board) -> Result<Values, String> + Sync + 'a;
 
 fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usize, Role)>) -> Board {
     let mut men = ArrayVec::new();
@@ -145,11 +179,14 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
     }
 }
 
-/// Generated values of a table, by index: (DTZ50'', DTM).
+/// Generated values of a table, by index.
 pub struct Generated {
     pub dtz: Vec<u16>,
     pub dtm: Vec<u16>,
+    pub dtm50: Dtm50Data,
     pub legal_positions: u64,
+    /// Time spent solving DTM50 (the rest is WDL50, DTZ50'' and DTM).
+    pub dtm50_secs: f64,
 }
 
 /// Generates the table laid out by `l`; `lookup` answers for other tables.
@@ -161,16 +198,21 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
         }
     }
     let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
-    let mut out = Generated { dtz: vec![UNKNOWN; l.size], dtm: vec![UNKNOWN; l.size], legal_positions };
+    let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
+    let mut dtm50 = dtm50::Builder::new(l.size);
     let mut counter = vec![0u8; l.size];
     let mut exit_dtz = vec![UNKNOWN; l.size];
     let mut exit_dtm = vec![UNKNOWN; l.size];
+    let mut exit_dtm50 = vec![UNKNOWN; l.size];
+    let mut threshold = vec![0i8; l.size];
+    let mut mark = vec![0u16; l.size];
+    let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
         for &idx in members {
             let p = l.unchecked_pos(idx);
             let mut weight = 0u32;
             let mut any = false;
-            let (mut bz, mut bm) = (UNKNOWN, UNKNOWN);
+            let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
             let mut err = None;
             for_each_move(l, &p, |s| {
                 any = true;
@@ -182,7 +224,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
                     Succ::Push { sq, double } => {
                         let c = Pos { sq, turn: !p.turn };
                         let ci = l.index(&c) as usize;
-                        let v = (out.dtz[ci], out.dtm[ci]);
+                        let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: dtm50.at_zero[ci] };
                         if double {
                             match with_en_passant(l, &c, v, lookup) {
                                 Ok(v) => v,
@@ -203,8 +245,7 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
                         }
                     },
                 };
-                bz = value::better(bz, value::back_zeroing(child.0));
-                bm = value::better(bm, value::back_one_ply(child.1));
+                best = best.better(child.back_zeroing());
             });
             if let Some(e) = err {
                 return Err(e);
@@ -212,26 +253,33 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
             let i = idx as usize;
             if !any {
                 let v = if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW };
-                out.dtz[i] = v;
-                out.dtm[i] = v;
+                dtz[i] = v;
+                dtm[i] = v;
                 continue;
             }
             let symmetric = l.symmetry_count(&p.sq);
             debug_assert_eq!(weight % symmetric, 0);
             counter[i] = (weight / symmetric) as u8;
-            exit_dtz[i] = bz;
-            exit_dtm[i] = bm;
+            exit_dtz[i] = best.dtz;
+            exit_dtm[i] = best.dtm;
+            exit_dtm50[i] = best.dtm50;
         }
-        solve(l, members, &mut counter.clone(), &exit_dtz, &mut out.dtz);
-        solve(l, members, &mut counter, &exit_dtm, &mut out.dtm);
+        solve(l, members, &mut counter.clone(), &exit_dtz, &mut dtz);
+        solve(l, members, &mut counter.clone(), &exit_dtm, &mut dtm);
+        let start = std::time::Instant::now();
+        dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut threshold, &mut mark, &mut dtm50);
+        dtm50_secs += start.elapsed().as_secs_f64();
     }
-    Ok(out)
+    let start = std::time::Instant::now();
+    let dtm50 = dtm50.finish();
+    dtm50_secs += start.elapsed().as_secs_f64();
+    Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may
 /// capture en passant: the better of the table value (without that right)
 /// and the en-passant captures.
-fn with_en_passant(l: &Layout, c: &Pos, table: (u16, u16), lookup: &Lookup) -> Result<(u16, u16), String> {
+fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Result<Values, String> {
     let them = c.turn;
     let pushed = !them;
     let Some(pi) = (0..l.n).find(|&i| {
@@ -241,7 +289,7 @@ fn with_en_passant(l: &Layout, c: &Pos, table: (u16, u16), lookup: &Lookup) -> R
     };
     let to = c.sq[pi];
     let skipped = (to as i32 + pushed.fold_wb(-8, 8)) as u8;
-    let mut best: Option<(u16, u16)> = None;
+    let mut best: Option<Values> = None;
     for j in 0..l.n {
         let s = c.sq[j];
         if l.men[j] != (them, Role::Pawn) || s >> 3 != to >> 3 || (s & 7).abs_diff(to & 7) != 1 {
@@ -253,14 +301,13 @@ fn with_en_passant(l: &Layout, c: &Pos, table: (u16, u16), lookup: &Lookup) -> R
         if l.in_check(&after, them) {
             continue;
         }
-        let v = lookup(&board(l, &after, pushed, None))?;
-        let (z, m) = (value::back_zeroing(v.0), value::back_one_ply(v.1));
-        best = Some(best.map_or((z, m), |(bz, bm)| (value::better(bz, z), value::better(bm, m))));
+        let v = lookup(&board(l, &after, pushed, None))?.back_zeroing();
+        best = Some(best.map_or(v, |b| b.better(v)));
     }
-    let Some((z, m)) = best else { return Ok(table) };
+    let Some(ep) = best else { return Ok(table) };
     let mut has_other_moves = false;
     for_each_move(l, c, |_| has_other_moves = true);
-    Ok(if has_other_moves { (value::better(table.0, z), value::better(table.1, m)) } else { (z, m) })
+    Ok(if has_other_moves { table.better(ep) } else { ep })
 }
 
 /// Solves one layer for one metric. `exit` holds each position's best move

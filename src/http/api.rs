@@ -24,7 +24,7 @@ pub async fn probe_get(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::MateFirst)).await
+    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -67,7 +67,7 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                 .iter()
                 .map(|fen| {
                     parse_fen(fen)
-                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::MateFirst))
+                        .and_then(|pos| probe::probe(&shared.tablebases, &pos, MoveOrder::Dtm50First))
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
@@ -77,16 +77,31 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
     bytes.map(json_bytes)
 }
 
+/// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MetricQuery {
+    /// `dtm50` (default), `dtm` or `dtz`.
+    #[serde(default)]
+    #[param(inline)]
+    metric: MoveOrder,
+}
+
 /// The line of best play from a position to its end (mate or conversion).
 #[utoipa::path(
-    get, path = "/api/v1/mainline", tag = "probe", params(FenQuery),
+    get, path = "/api/v1/mainline", tag = "probe", params(FenQuery, MetricQuery),
     responses((status = 200, body = probe::Mainline), openapi::PositionErrors)
 )]
 pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
+    metric: Result<Query<MetricQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Mainline, |tb, pos| probe::mainline(tb, pos, MoveOrder::MateFirst)).await
+    let Query(MetricQuery { metric }) = metric.map_err(|_| ApiError::InvalidParameter {
+        name: "metric",
+        reason: "expected one of dtm50, dtm, dtz".into(),
+    })?;
+    answer_fen(&state, query, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
 }
 
 /// `GET /api/v1/tables` answer.

@@ -58,7 +58,7 @@ fn escape(s: &str) -> String {
 /// API gives), or `None` when the tables are not available.
 pub fn live_answer(tb: &Tablebases, fen: &str) -> Option<Value> {
     let pos = parse_fen(fen).ok()?;
-    let answer = probe::probe(tb, &pos, MoveOrder::MateFirst).ok()?;
+    let answer = probe::probe(tb, &pos, MoveOrder::Dtm50First).ok()?;
     serde_json::to_value(&answer).ok()
 }
 

@@ -60,7 +60,7 @@ pub struct Shared {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Endpoint {
     Probe,
-    Mainline,
+    Mainline(crate::probe::MoveOrder),
     Standard,
     StandardMainline,
 }

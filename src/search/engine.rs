@@ -682,6 +682,27 @@ pub fn analyse(
         let score = if pos.is_check() { -MATE } else { 0 };
         return make(&[], score, 0, Some(StopReason::Terminal));
     }
+    if let Some(exact) = super::exact::dtm50_line(oracle, pos) {
+        let plies = exact.root_plies;
+        let mut result = SearchResult {
+            best_move: exact.line.first().map(|m| move_text(pos, m)),
+            score: Score::Mate {
+                mate_in_moves: plies.signum() * ((plies.abs() + 1) / 2),
+                mate_in_plies: plies,
+                bound: ScoreBound::Exact,
+            },
+            pv: pv_text(pos, &exact.line),
+            depth: 0,
+            nodes: 0,
+            tb_hits: exact.probes,
+            elapsed_ms: start.elapsed().as_millis() as u64,
+            stop: None,
+            root_bound,
+        };
+        on_depth(&result);
+        result.stop = Some(StopReason::TableExact);
+        return result;
+    }
     let max_depth = limits.depth.unwrap_or(MAX_PLY as u32 - 8).clamp(1, MAX_PLY as u32 - 8) as i32;
     let root_hash = pos.zobrist_hash::<Zobrist64>(EnPassantMode::Legal).0;
 

@@ -9,6 +9,7 @@
 pub mod bounds;
 mod cli;
 mod engine;
+mod exact;
 mod tt;
 
 use std::sync::Arc;
@@ -44,6 +45,25 @@ pub trait Oracle: Send + Sync {
     }
 }
 
+/// A borrowed oracle is one too (e.g. wrapped in [`WithoutDtm50`]).
+impl<O: Oracle + ?Sized> Oracle for &O {
+    fn max_pieces(&self) -> usize {
+        (**self).max_pieces()
+    }
+    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
+        (**self).wdl(pos)
+    }
+    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
+        (**self).dtz(pos)
+    }
+    fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
+        (**self).dtm_plies(pos)
+    }
+    fn dtm50_plies(&self, pos: &Chess, clock_plies: u32) -> Option<i32> {
+        (**self).dtm50_plies(pos, clock_plies)
+    }
+}
+
 /// Hides DTM and DTM50 from an oracle, so that tests and benchmarks see what
 /// the search proves from WDL and DTZ alone.
 pub struct WithoutDtm<O>(pub O);
@@ -57,6 +77,25 @@ impl<O: Oracle> Oracle for WithoutDtm<O> {
     }
     fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
         self.0.dtz(pos)
+    }
+}
+
+/// Hides only DTM50, so that the search is compared with the DTM50 tables
+/// as an oracle it cannot read (Gaviota and built-in DTM stay visible).
+pub struct WithoutDtm50<O>(pub O);
+
+impl<O: Oracle> Oracle for WithoutDtm50<O> {
+    fn max_pieces(&self) -> usize {
+        self.0.max_pieces()
+    }
+    fn wdl(&self, pos: &Chess) -> Option<Wdl> {
+        self.0.wdl(pos)
+    }
+    fn dtz(&self, pos: &Chess) -> Option<MaybeRounded<Dtz>> {
+        self.0.dtz(pos)
+    }
+    fn dtm_plies(&self, pos: &Chess) -> Option<i32> {
+        self.0.dtm_plies(pos)
     }
 }
 
@@ -119,6 +158,8 @@ pub enum StopReason {
     Cancelled,
     /// No legal move, or nothing left to search (e.g. a single tablebase draw).
     Terminal,
+    /// The tables hold the exact DTM50: best move and line read off, no search.
+    TableExact,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]

@@ -75,6 +75,13 @@ impl TableSource for BuiltinSource {
         Ok(self.values(pos)?.map(|(_, dtm)| value::signed_plies(dtm)))
     }
 
+    fn probe_dtm50_plies(&self, pos: &Chess) -> ProbeResult<i32> {
+        use shakmaty::Position;
+        let Some(store) = &self.store else { return Ok(None) };
+        let v = store.probe_dtm50(pos, pos.halfmoves()).map_err(|reason| TableError { table: "builtin".into(), reason })?;
+        Ok(v.map(value::signed_plies))
+    }
+
     fn tables(&self) -> Vec<TableInfo> {
         let Some(store) = &self.store else { return Vec::new() };
         let mut out: Vec<TableInfo> = store

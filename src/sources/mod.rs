@@ -79,6 +79,12 @@ pub trait TableSource: Send + Sync {
         Ok(None)
     }
 
+    /// Signed plies to mate under the 50-move rule at the position's own
+    /// half-move clock; 0 for a draw at that clock.
+    fn probe_dtm50_plies(&self, _pos: &Chess) -> ProbeResult<i32> {
+        Ok(None)
+    }
+
     /// The tables of this source, for `/api/v1/tables`.
     fn tables(&self) -> Vec<TableInfo>;
 }

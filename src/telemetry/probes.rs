@@ -14,16 +14,18 @@ pub enum ProbeMetric {
     Wdl,
     Dtz,
     Dtm,
+    Dtm50,
 }
 
 impl ProbeMetric {
-    const ALL: [ProbeMetric; 3] = [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm];
+    const ALL: [ProbeMetric; 4] = [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm, ProbeMetric::Dtm50];
 
     pub fn as_str(self) -> &'static str {
         match self {
             ProbeMetric::Wdl => "wdl",
             ProbeMetric::Dtz => "dtz",
             ProbeMetric::Dtm => "dtm",
+            ProbeMetric::Dtm50 => "dtm50",
         }
     }
 }

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use shakmaty::{Bitboard, Board, CastlingMode, Chess, Color, FromSetup, Piece, Position, Role, Setup, Square};
+
 /// The shared data directory (`../shared` beside the repository, or
 /// `$TBSERVER_SHARED_DIR`). Under `CI=true` missing data fails the test; on a
 /// developer machine the test says loudly that it skipped and returns `None`.
@@ -76,6 +78,57 @@ impl TestServer {
             .unwrap();
         let status = response.status().as_u16();
         (status, response.json().unwrap_or(serde_json::Value::Null))
+    }
+}
+
+/// Deterministic xorshift so failures are reproducible.
+pub struct Rng(pub u64);
+impl Rng {
+    pub fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A random legal position of `material` (e.g. "KRPvKR"), side to move random.
+pub fn random_position(rng: &mut Rng, material: &str, clock: u32) -> Chess {
+    loop {
+        let mut board = Board::empty();
+        let (w, b) = material.split_once('v').unwrap();
+        let mut ok = true;
+        for (color, side) in [(Color::White, w), (Color::Black, b)] {
+            for ch in side.chars() {
+                let role = Role::from_char(ch.to_ascii_lowercase()).unwrap();
+                let sq = loop {
+                    let sq = Square::new(rng.below(64) as u32);
+                    if board.piece_at(sq).is_none() {
+                        break sq;
+                    }
+                };
+                if role == Role::Pawn && (Bitboard::BACKRANKS.contains(sq)) {
+                    ok = false;
+                }
+                board.set_piece_at(sq, Piece { color, role });
+            }
+        }
+        if !ok {
+            continue;
+        }
+        let mut setup = Setup::empty();
+        setup.board = board;
+        setup.turn = if rng.below(2) == 0 { Color::White } else { Color::Black };
+        setup.halfmoves = clock;
+        setup.castling_rights = Bitboard::EMPTY;
+        if let Ok(p) = Chess::from_setup(setup, CastlingMode::Standard) {
+            if !p.legal_moves().is_empty() {
+                return p;
+            }
+        }
     }
 }
 

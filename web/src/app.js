@@ -301,7 +301,7 @@ function verdictSentence(a) {
   if (a.checkmate) return [`${us} is checkmated`, `${them} has won.`];
   if (a.stalemate) return ['Stalemate', 'The game is drawn.'];
   if (a.insufficient_material) return ['Draw', 'Neither side has enough material to mate.'];
-  const mate = a.dtm50 ? `mate in ${a.dtm50.mate_in_moves ?? mateMoves(a.dtm50.plies)} (DTM50)`
+  const mate = a.dtm50 && a.dtm50.mate_in_moves !== null ? `mate in ${a.dtm50.mate_in_moves ?? mateMoves(a.dtm50.plies)} (DTM50)`
     : a.dtm ? `mate in ${a.dtm.mate_in_moves ?? mateMoves(a.dtm.plies)} (DTM, ignoring the 50-move rule)` : '';
   switch (a.category) {
     case 'win': return [`${us} wins`, mate ? `${us} to move: ${mate}.` : `${us} to move can force mate within the 50-move rule.`];
@@ -339,6 +339,8 @@ function dtzNote(d) {
 
 function dtmText(d, flip = false, draw = false) {
   if (!d) return '—';
+  // DTM50 of a position the 50-move rule draws at its clock.
+  if (d.mate_in_moves === null) return 'draw';
   if (d.plies === 0) return draw ? 'draw' : '0';
   const plies = flip ? -d.plies : d.plies;
   return `${plies > 0 ? '+' : ''}${plies}`;
@@ -371,8 +373,11 @@ function renderAnswer(a) {
   addFact(dl, 'DTM', a.dtm ? `${dtmText(a.dtm)} plies` : '—',
     a.dtm ? `${mateWords(a.dtm.plies, a.dtm.mate_in_moves)}; ignores the 50-move rule` : 'not available (Gaviota tables cover few endgames here)');
   if (a.dtm50 !== undefined) {
-    addFact(dl, 'DTM50', a.dtm50 ? `${dtmText(a.dtm50)} plies` : '—',
-      a.dtm50 ? `${mateWords(a.dtm50.plies, a.dtm50.mate_in_moves)}; respects the 50-move rule${a.dtm50.exact ? ', exact' : ', a bound'}` : 'not known; try the analysis below');
+    const drawn50 = a.dtm50 && a.dtm50.mate_in_moves === null;
+    addFact(dl, 'DTM50', a.dtm50 ? (drawn50 ? 'draw' : `${dtmText(a.dtm50)} plies`) : '—',
+      !a.dtm50 ? 'not known; try the analysis below'
+        : drawn50 ? `no mate fits under the 50-move rule from half-move clock ${a.dtm50.halfmove_clock}; exact`
+        : `${mateWords(a.dtm50.plies, a.dtm50.mate_in_moves)}; respects the 50-move rule${a.dtm50.exact ? ', exact' : ', a bound'}`);
   }
   if (a.mate_bound) {
     const b = a.mate_bound;

@@ -1,0 +1,359 @@
+//! DTM50: the fastest mate the 50-move rule allows, at every half-move clock.
+//!
+//! For a position and a distance `n`, the clocks at which the side to move
+//! wins within `n` plies form a down-set `0..=t`: a lower clock never hurts
+//! the winner, since every line that mates in time from a higher clock also
+//! does from a lower one. The same holds for the clocks at which the side to
+//! move is mated within `n` plies. So the analysis runs over distances like
+//! DTM does, but keeps one number per position, the largest such clock, and
+//! logs every increase as a [`Segment`]: DTM50 at clock `c` is the value of
+//! the first segment whose `max_clock` is at least `c`, and a draw beyond the
+//! last one. Most positions have one or two segments, not 100 values.
+//!
+//! Clock rules: a move may be played at clocks 0..=99; a capture or pawn move
+//! resets the clock, any other move adds one. A mate delivered by the move
+//! that brings the clock to 100 counts; at clock 100 anything else is a draw.
+
+use super::{
+    generate::{Succ, for_each_move, for_each_unmove},
+    index::{Layout, Pos},
+    value::{self, DRAW, UNKNOWN},
+};
+
+/// Last clock at which a move may still be played.
+pub const LAST_MOVE_CLOCK: u8 = 99;
+
+/// The clock at which a non-mate position is drawn by the 50-move rule.
+pub const DRAW_CLOCK: u32 = 100;
+
+/// One step of a position's DTM50 function: `value` (encoded as in
+/// [`super::value`]) holds for the clocks up to `max_clock` that no earlier
+/// segment covers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    pub value: u16,
+    pub max_clock: u8,
+}
+
+/// Marks an inline entry whose position has more segments in the overflow.
+const MORE: u32 = 1 << 31;
+
+impl Segment {
+    #[inline]
+    pub const fn pack(self) -> u32 {
+        self.value as u32 | (self.max_clock as u32) << 16
+    }
+
+    #[inline]
+    pub const fn unpack(v: u32) -> Segment {
+        Segment { value: v as u16, max_clock: (v >> 16) as u8 & 0x7f }
+    }
+}
+
+/// DTM50 of a whole table: the first segment of each position inline, the
+/// others of the few positions that have more in a sorted overflow.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dtm50Data {
+    /// Per index: first segment packed, [`MORE`] if there are others; a
+    /// position without segments holds [`DRAW`] (or [`UNKNOWN`] if illegal).
+    pub inline: Vec<u32>,
+    /// Indexes with more than one segment, ascending.
+    pub overflow_index: Vec<u32>,
+    /// Start of each overflow position's further segments in `segments`, and
+    /// one past the end.
+    pub overflow_start: Vec<u32>,
+    pub segments: Vec<u32>,
+}
+
+/// Collects segments while generating.
+pub struct Builder {
+    /// DTM50 at clock 0, for positions of later layers and other tables.
+    pub at_zero: Vec<u16>,
+    log: Vec<(u32, u32)>,
+}
+
+impl Builder {
+    pub fn new(size: usize) -> Builder {
+        Builder { at_zero: vec![UNKNOWN; size], log: Vec::new() }
+    }
+
+    fn record(&mut self, idx: u32, value: u16, max_clock: i8) {
+        let max_clock = max_clock.min(LAST_MOVE_CLOCK as i8) as u8;
+        if self.at_zero[idx as usize] == UNKNOWN {
+            self.at_zero[idx as usize] = value;
+        }
+        self.log.push((idx, Segment { value, max_clock }.pack()));
+    }
+
+    /// Positions of `members` without any segment are drawn at every clock.
+    fn close_layer(&mut self, members: &[u32]) {
+        for &idx in members {
+            if self.at_zero[idx as usize] == UNKNOWN {
+                self.at_zero[idx as usize] = DRAW;
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Dtm50Data {
+        // Stable: a position's segments stay in the order they were found,
+        // which is ascending distance and ascending clock.
+        self.log.sort_by_key(|&(idx, _)| idx);
+        let mut data = Dtm50Data {
+            inline: self.at_zero.iter().map(|&v| v as u32).collect(),
+            ..Dtm50Data::default()
+        };
+        let mut i = 0;
+        while i < self.log.len() {
+            let idx = self.log[i].0;
+            let mut j = i + 1;
+            while j < self.log.len() && self.log[j].0 == idx {
+                j += 1;
+            }
+            data.inline[idx as usize] = self.log[i].1;
+            if j - i > 1 {
+                data.inline[idx as usize] |= MORE;
+                data.overflow_index.push(idx);
+                data.overflow_start.push(data.segments.len() as u32);
+                data.segments.extend(self.log[i + 1..j].iter().map(|&(_, s)| s));
+            }
+            i = j;
+        }
+        data.overflow_start.push(data.segments.len() as u32);
+        data
+    }
+}
+
+/// Read access to DTM50 data, wherever it lives (memory or a mapped file).
+pub trait Dtm50View {
+    fn inline(&self, idx: u32) -> u32;
+    fn overflow_len(&self) -> usize;
+    fn overflow_index(&self, k: usize) -> u32;
+    fn overflow_start(&self, k: usize) -> u32;
+    fn segment(&self, s: usize) -> u32;
+
+    /// Where `idx` (which has overflow segments) is in the overflow index.
+    fn overflow_slot(&self, idx: u32) -> usize {
+        let (mut lo, mut hi) = (0, self.overflow_len());
+        while lo < hi {
+            let mid = (lo + hi) / 2;
+            if self.overflow_index(mid) < idx { lo = mid + 1 } else { hi = mid }
+        }
+        debug_assert_eq!(self.overflow_index(lo), idx);
+        lo
+    }
+
+    /// DTM50 of position `idx` at half-move clock `clock` (0..=99), encoded
+    /// as in [`super::value`]: a win or loss in plies, or [`DRAW`].
+    fn at_clock(&self, idx: u32, clock: u32) -> u16 {
+        let first = self.inline(idx);
+        let seg = Segment::unpack(first & !MORE);
+        if value::is_win(seg.value) || value::is_loss(seg.value) {
+            if clock <= seg.max_clock as u32 {
+                return seg.value;
+            }
+        } else {
+            return seg.value;
+        }
+        if first & MORE == 0 {
+            return DRAW;
+        }
+        let k = self.overflow_slot(idx);
+        for s in self.overflow_start(k)..self.overflow_start(k + 1) {
+            let seg = Segment::unpack(self.segment(s as usize));
+            if clock <= seg.max_clock as u32 {
+                return seg.value;
+            }
+        }
+        DRAW
+    }
+
+    /// Appends every segment of `idx` to `out`, in clock order (none for a
+    /// draw at every clock).
+    fn segments_into(&self, idx: u32, out: &mut Vec<Segment>) {
+        let first = self.inline(idx);
+        let seg = Segment::unpack(first & !MORE);
+        if !(value::is_win(seg.value) || value::is_loss(seg.value)) {
+            return;
+        }
+        out.push(seg);
+        if first & MORE != 0 {
+            let k = self.overflow_slot(idx);
+            for s in self.overflow_start(k)..self.overflow_start(k + 1) {
+                out.push(Segment::unpack(self.segment(s as usize)));
+            }
+        }
+    }
+}
+
+impl Dtm50View for Dtm50Data {
+    fn inline(&self, idx: u32) -> u32 {
+        self.inline[idx as usize]
+    }
+    fn overflow_len(&self) -> usize {
+        self.overflow_index.len()
+    }
+    fn overflow_index(&self, k: usize) -> u32 {
+        self.overflow_index[k]
+    }
+    fn overflow_start(&self, k: usize) -> u32 {
+        self.overflow_start[k]
+    }
+    fn segment(&self, s: usize) -> u32 {
+        self.segments[s]
+    }
+}
+
+/// Largest clock at which nothing is known yet.
+const NONE_YET: i8 = -1;
+/// A mated position: lost at every clock up to and including 100.
+const MATED: i8 = DRAW_CLOCK as i8;
+
+/// Solves one layer. `dtm` is already solved and tells which side each
+/// position can at best hope for; `exit` holds each position's best zeroing
+/// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
+/// `counter` its non-zeroing moves, weighted as for the other metrics.
+///
+/// `thr[i]` is the largest clock at which position `i` is won (for a DTM
+/// win) or lost (for a DTM loss) within the current distance.
+pub fn solve_layer(
+    l: &Layout,
+    members: &[u32],
+    counter: &mut [u8],
+    exit: &[u16],
+    dtm: &[u16],
+    thr: &mut [i8],
+    mark: &mut [u16],
+    out: &mut Builder,
+) {
+    let mut win_exits: Vec<Vec<u32>> = Vec::new();
+    let mut loss_exits: Vec<Vec<u32>> = Vec::new();
+    let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
+        if v.len() <= n {
+            v.resize_with(n + 1, Vec::new);
+        }
+        v[n].push(idx);
+    };
+    // Losses found at the previous distance, with their new clock.
+    let mut lost: Vec<(u32, i8)> = Vec::new();
+    // Wins found at the previous distance, with their clock before.
+    let mut won: Vec<(u32, i8)> = Vec::new();
+    for &idx in members {
+        let i = idx as usize;
+        thr[i] = NONE_YET;
+        mark[i] = 0;
+        let (d, e) = (dtm[i], exit[i]);
+        if d == value::loss(0) {
+            thr[i] = MATED;
+            out.record(idx, d, MATED);
+            lost.push((idx, MATED));
+        } else if value::is_win(d) && value::is_win(e) {
+            at(&mut win_exits, value::plies(e) as usize, idx);
+        } else if value::is_loss(d) && value::is_loss(e) {
+            at(&mut loss_exits, value::plies(e) as usize, idx);
+        }
+    }
+
+    // Largest clock at which `p` (a DTM loss whose non-zeroing moves all
+    // reach positions won at some clock ≥ 1) is lost within `n` plies.
+    let lost_until = |p: u32, n: usize, thr: &[i8]| -> i8 {
+        let e = exit[p as usize];
+        let mut u = if e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n) {
+            LAST_MOVE_CLOCK as i8
+        } else {
+            return NONE_YET;
+        };
+        let pos = l.unchecked_pos(p);
+        for_each_move(l, &pos, |s| {
+            if let Succ::Quiet(sq) = s {
+                let qi = l.index(&Pos { sq, turn: !pos.turn }) as usize;
+                u = u.min((thr[qi] - 1).max(NONE_YET));
+            }
+        });
+        u
+    };
+
+    let mut n = 1usize;
+    let mut recompute: Vec<u32> = Vec::new();
+    while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
+        let stamp = n as u16;
+        // Losses at n: positions whose replies changed at n - 1.
+        recompute.clear();
+        for &(r, t_old) in &won {
+            let t_new = thr[r as usize];
+            let rp = l.unchecked_pos(r);
+            for_each_unmove(l, &rp, |q| {
+                let qi = l.index(&Pos { sq: q, turn: !rp.turn }) as usize;
+                if !value::is_loss(dtm[qi]) {
+                    return;
+                }
+                let again = if t_old <= 0 {
+                    // This reply was drawn for the winner at every clock the
+                    // loser can reach it with; now it is won at some.
+                    if t_new < 1 {
+                        return;
+                    }
+                    counter[qi] = counter[qi].checked_sub(1).expect("move counter in step with un-moves");
+                    counter[qi] == 0
+                } else {
+                    // Only the tightest reply bounds the loser's clock.
+                    counter[qi] == 0 && t_old - 1 == thr[qi]
+                };
+                if again && mark[qi] != stamp {
+                    mark[qi] = stamp;
+                    recompute.push(qi as u32);
+                }
+            });
+        }
+        if let Some(v) = loss_exits.get_mut(n) {
+            for idx in std::mem::take(v) {
+                if counter[idx as usize] == 0 && mark[idx as usize] != stamp {
+                    mark[idx as usize] = stamp;
+                    recompute.push(idx);
+                }
+            }
+        }
+        let mut lost_now = Vec::new();
+        for &p in &recompute {
+            let u = lost_until(p, n, thr);
+            if u > thr[p as usize] {
+                thr[p as usize] = u;
+                out.record(p, value::loss(n as u16), u);
+                lost_now.push((p, u));
+            }
+        }
+
+        // Wins at n: one move to a position lost at n - 1.
+        let mut won_now: Vec<(u32, i8)> = Vec::new();
+        let mut raise = |pi: usize, clock: i8, thr: &mut [i8], mark: &mut [u16]| {
+            if clock > thr[pi] {
+                if mark[pi] != stamp {
+                    mark[pi] = stamp;
+                    won_now.push((pi as u32, thr[pi]));
+                }
+                thr[pi] = clock;
+            }
+        };
+        for &(q, u) in &lost {
+            let qp = l.unchecked_pos(q);
+            let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
+            for_each_unmove(l, &qp, |p| {
+                let pi = l.index(&Pos { sq: p, turn: !qp.turn }) as usize;
+                if value::is_win(dtm[pi]) {
+                    raise(pi, clock, thr, mark);
+                }
+            });
+        }
+        if let Some(v) = win_exits.get_mut(n) {
+            for idx in std::mem::take(v) {
+                raise(idx as usize, LAST_MOVE_CLOCK as i8, thr, mark);
+            }
+        }
+        for &(p, _) in &won_now {
+            out.record(p, value::win(n as u16), thr[p as usize]);
+        }
+        won = won_now;
+        lost = lost_now;
+        n += 1;
+    }
+    out.close_layer(members);
+}
