@@ -140,8 +140,9 @@ done
 env -i TBSERVER_LISTEN=127.0.0.1:$PORT "$chroot_bin" --userspec="$uid:$gid" "$mnt" /usr/local/bin/tbserver healthcheck
 in_image=$(curl -fsS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$FEN")
 
+# The host binary from the same sources as the image (a no-op when fresh).
 host_bin=${TBSERVER_HOST_BIN:-target/release/tbserver}
-[ -x "$host_bin" ] || nice -n 10 cargo build --release --bin tbserver
+[ -n "${TBSERVER_HOST_BIN:-}" ] || nice -n 10 cargo build --release --quiet --bin tbserver
 on_host=$("$host_bin" probe --syzygy "$TABLES/syzygy" --gaviota "$TABLES/gaviota" "$FEN" 2>/dev/null)
 python3 - "$in_image" "$on_host" <<'PY'
 import json, sys
