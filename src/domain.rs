@@ -9,7 +9,7 @@ use serde::Serialize;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 /// Where a value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Syzygy WDL50/DTZ50'' files.
@@ -49,7 +49,7 @@ impl<T> Sourced<T> {
 
 /// DTZ50'' as reported: the stored value, whether it may be rounded, and the
 /// range the true value lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Dtz50 {
     /// Signed plies to the next zeroing move (capture, pawn move or mate) on a
     /// line that keeps the best result under the 50-move rule; positive when the
@@ -66,7 +66,7 @@ pub struct Dtz50 {
     pub beyond_100: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Rounding {
     Exact,
@@ -111,7 +111,7 @@ impl Dtz50 {
 }
 
 /// Distance to mate, ignoring the 50-move rule (Gaviota, built-in DTM).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Dtm {
     /// Signed plies to mate: positive when the side to move mates, negative
     /// when it is mated, 0 in a draw or when already checkmated.
@@ -135,7 +135,7 @@ impl Dtm {
 /// DTM50: the distance to mate under the 50-move rule at the position's own
 /// half-move clock. Exact, from tables that play every line out under the
 /// rule (built-in tables, up to 4 pieces).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 pub struct Dtm50 {
     /// Signed plies to mate: positive when the side to move mates, negative
     /// when it is mated; 0 when drawn at this clock or already checkmated.
@@ -174,7 +174,7 @@ pub fn wdl50_value(wdl: Wdl) -> i8 {
 }
 
 /// The verdict at the real half-move clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
     Loss,

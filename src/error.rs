@@ -105,6 +105,25 @@ impl ApiError {
         }
     }
 
+    /// One error of each kind (for documentation: the list of codes).
+    pub fn examples() -> [ApiError; 12] {
+        let s = String::new;
+        [
+            ApiError::MissingParameter("fen"),
+            ApiError::InvalidParameter { name: "query", reason: s() },
+            ApiError::InvalidFen(s()),
+            ApiError::IllegalPosition(s()),
+            ApiError::CastlingRights,
+            ApiError::TooManyPieces { pieces: 0, max: 0 },
+            ApiError::MissingTable { material: s(), missing: s() },
+            ApiError::Table(TableError { table: s(), reason: s() }),
+            ApiError::BatchTooLarge { size: 0, max: 0 },
+            ApiError::InvalidBody(s()),
+            ApiError::NotFound,
+            ApiError::Busy,
+        ]
+    }
+
     pub fn body(&self) -> ErrorBody {
         ErrorBody {
             error: ErrorDetail {
@@ -120,18 +139,34 @@ impl ApiError {
 }
 
 /// `{"error": {"code": "...", "message": "..."}}`
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorBody {
     pub error: ErrorDetail,
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 pub struct ErrorDetail {
+    #[schema(schema_with = code_schema)]
     pub code: &'static str,
     pub message: String,
     /// The table at fault, for `table_error`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
+}
+
+/// The `code` field's schema: a string, with every code and its status
+/// listed from [`ApiError::examples`].
+fn code_schema() -> utoipa::openapi::schema::Object {
+    let codes: Vec<String> =
+        ApiError::examples().iter().map(|e| format!("`{}` ({})", e.code(), e.status())).collect();
+    utoipa::openapi::schema::ObjectBuilder::new()
+        .schema_type(utoipa::openapi::schema::Type::String)
+        .description(Some(format!(
+            "Stable machine-readable code: {}; pages (`/board.svg`, `/static/...`) also use `invalid_request`, `invalid_fen` and `not_found`.",
+            codes.join(", ")
+        )))
+        .examples([serde_json::json!("invalid_fen")])
+        .build()
 }
 
 impl From<TableError> for ApiError {

@@ -4,7 +4,8 @@
 //! built-in tables) behind [`sources::TableSource`]; [`tablebase`] decides
 //! which source answers what; [`probe`] composes a full answer for a FEN in the
 //! types of [`domain`]; [`http`] is the thin web layer; [`builtin`] generates
-//! tables by retrograde analysis; [`search`] is the DTM50-style bounded search.
+//! tables by retrograde analysis; [`search`] is the DTM50-style bounded search;
+//! [`telemetry`] counts what operators watch (`/prometheus`).
 
 pub mod app;
 pub mod board_svg;
@@ -19,4 +20,5 @@ pub mod request;
 pub mod search;
 pub mod sources;
 pub mod tablebase;
+pub mod telemetry;
 pub mod verify;

@@ -70,6 +70,13 @@ enum Command {
         /// The position (underscores may stand for spaces).
         fen: String,
     },
+    /// Exit 0 when the server answers `GET /healthz` with 200 (a container
+    /// health check that needs no curl in the image).
+    Healthcheck {
+        /// The server's address [env: TBSERVER_LISTEN; default 127.0.0.1:9000]
+        #[arg(long, value_name = "ADDR")]
+        addr: Option<std::net::SocketAddr>,
+    },
 }
 
 #[derive(Args, Clone, Default)]
@@ -136,6 +143,7 @@ fn main() -> ExitCode {
         Some(Command::Generate { pieces, out }) => generate(pieces, out),
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
+        Some(Command::Healthcheck { addr }) => healthcheck(addr),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -212,4 +220,30 @@ fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {
     }
     println!("{files} table files checked, {bad} bad");
     if bad > 0 { Err(format!("{bad} bad table files")) } else { Ok(()) }
+}
+
+fn healthcheck(addr: Option<std::net::SocketAddr>) -> Result<(), String> {
+    use std::io::{Read, Write};
+    let addr = match addr {
+        Some(addr) => addr,
+        None => load_config(&TableArgs::default())?.listen,
+    };
+    // A server listening on all interfaces is reached on loopback.
+    let addr = match addr.ip() {
+        ip if ip.is_unspecified() && ip.is_ipv4() => std::net::SocketAddr::from(([127, 0, 0, 1], addr.port())),
+        ip if ip.is_unspecified() => std::net::SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, addr.port())),
+        _ => addr,
+    };
+    let timeout = std::time::Duration::from_secs(2);
+    let mut stream = std::net::TcpStream::connect_timeout(&addr, timeout).map_err(|e| format!("{addr}: {e}"))?;
+    stream.set_read_timeout(Some(timeout)).map_err(|e| e.to_string())?;
+    write!(stream, "GET /healthz HTTP/1.0\r\nHost: {addr}\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).map_err(|e| e.to_string())?;
+    let status_line = response.lines().next().unwrap_or_default();
+    if status_line.split_whitespace().nth(1) == Some("200") {
+        Ok(())
+    } else {
+        Err(format!("{addr}/healthz answered {status_line:?}"))
+    }
 }

@@ -35,6 +35,32 @@ pub fn normalized(board: &Board) -> String {
     format!("{}v{}", side_key(strong), side_key(weak))
 }
 
+/// [`normalized`] packed into an integer, without allocating: 4 bits per
+/// role and side, stronger side in the high bits. Never 0 (kings count).
+pub fn normalized_key(board: &Board) -> u64 {
+    let m = board.material();
+    let (strong, weak) = if strength(&m.white) >= strength(&m.black) { (&m.white, &m.black) } else { (&m.black, &m.white) };
+    [strong, weak]
+        .iter()
+        .flat_map(|side| ROLES_BY_VALUE.map(|role| *side.get(role)))
+        .fold(0, |key, n| key << 4 | u64::from(n.min(15)))
+}
+
+/// The name of a [`normalized_key`], e.g. `KRvK`.
+pub fn key_name(key: u64) -> String {
+    let side = |shift: u32| -> String {
+        ROLES_BY_VALUE
+            .iter()
+            .enumerate()
+            .flat_map(|(i, role)| {
+                let n = (key >> (shift + 4 * (5 - i as u32))) & 0xf;
+                std::iter::repeat_n(role.upper_char(), n as usize)
+            })
+            .collect()
+    };
+    format!("{}v{}", side(24), side(0))
+}
+
 /// Whether the side that is first in [`normalized`] is `color`'s mirror image;
 /// i.e. whether `color` is the stronger side.
 pub fn is_stronger(board: &Board, color: Color) -> bool {
@@ -62,5 +88,8 @@ mod tests {
         assert_eq!(by_color(&b), "KRvKQ");
         assert_eq!(normalized(&b), "KQvKR");
         assert!(!is_stronger(&b, Color::White));
+        assert_eq!(key_name(normalized_key(&b)), "KQvKR");
+        let b = board("8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1");
+        assert_eq!(key_name(normalized_key(&b)), "KNNvKP");
     }
 }

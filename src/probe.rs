@@ -18,7 +18,7 @@ use crate::{
 };
 
 /// Which source gave each value (absent when the value is unknown).
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
 pub struct Sources {
     pub wdl50: Option<Source>,
     pub dtz50: Option<Source>,
@@ -27,7 +27,7 @@ pub struct Sources {
 }
 
 /// The values of one position, from its side to move's point of view.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct PositionInfo {
     /// The verdict at the position's real half-move clock.
     pub category: Category,
@@ -72,7 +72,7 @@ impl PositionInfo {
 
 /// One legal move and the values of the position after it, from the point of
 /// view of the side to move there (the opponent).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MoveInfo {
     pub uci: String,
     pub san: String,
@@ -87,7 +87,7 @@ pub struct MoveInfo {
     pub m: Move,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct ProbeAnswer {
     pub fen: String,
     /// White's material `v` Black's, e.g. `KBNvK`.
@@ -242,7 +242,7 @@ pub fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
 }
 
 /// How to order winning (and losing) moves among themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, utoipa::ToSchema)]
 pub enum MoveOrder {
     /// Fastest mate under the 50-move rule first where DTM50 is known, then
     /// DTM, then DTZ (tbserver's own API).
@@ -380,7 +380,7 @@ pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
 }
 
 /// How a mainline ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MainlineEnd {
     Checkmate,
@@ -396,7 +396,7 @@ pub enum MainlineEnd {
     LengthLimit,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct MainlineStep {
     pub uci: String,
     pub san: String,
@@ -409,7 +409,7 @@ pub struct MainlineStep {
     pub m: Move,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct Mainline {
     pub fen: String,
     /// The distance the line follows: `dtm50`, `dtm` or `dtz`.

@@ -14,16 +14,19 @@ use crate::{
     domain::{Source, Sourced},
     search::Oracle,
     sources::{ProbeResult, TableError, TableInfo, TableSource},
+    telemetry::{ProbeCounts, ProbeMetric},
 };
 
 pub struct Tablebases {
     /// In priority order.
     sources: Vec<Arc<dyn TableSource>>,
+    /// Answered probes by source, table and metric (for `/prometheus`).
+    pub probes: ProbeCounts,
 }
 
 impl Tablebases {
     pub fn new(sources: Vec<Arc<dyn TableSource>>) -> Tablebases {
-        Tablebases { sources }
+        Tablebases { sources, probes: ProbeCounts::default() }
     }
 
     /// Syzygy and Gaviota directories only, without built-in tables: the
@@ -54,11 +57,19 @@ impl Tablebases {
         self.sources.iter().flat_map(|s| s.tables()).collect()
     }
 
-    fn first<T>(&self, probe: impl Fn(&dyn TableSource) -> ProbeResult<T>) -> ProbeResult<Sourced<T>> {
+    fn first<T>(
+        &self,
+        metric: ProbeMetric,
+        pos: &Chess,
+        probe: impl Fn(&dyn TableSource) -> ProbeResult<T>,
+    ) -> ProbeResult<Sourced<T>> {
         let mut error: Option<TableError> = None;
         for source in &self.sources {
             match probe(source.as_ref()) {
-                Ok(Some(value)) => return Ok(Some(Sourced::new(value, source.source()))),
+                Ok(Some(value)) => {
+                    self.probes.record(source.source(), metric, pos.board());
+                    return Ok(Some(Sourced::new(value, source.source())));
+                }
                 Ok(None) => {}
                 Err(err) => {
                     error.get_or_insert(err);
@@ -70,21 +81,21 @@ impl Tablebases {
 
     /// WDL50 at half-move clock 0.
     pub fn wdl(&self, pos: &Chess) -> ProbeResult<Sourced<Wdl>> {
-        self.first(|s| s.probe_wdl(pos))
+        self.first(ProbeMetric::Wdl, pos, |s| s.probe_wdl(pos))
     }
 
     pub fn dtz(&self, pos: &Chess) -> ProbeResult<Sourced<MaybeRounded<Dtz>>> {
-        self.first(|s| s.probe_dtz(pos))
+        self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))
     }
 
     /// Signed plies to mate ignoring the 50-move rule.
     pub fn dtm_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
-        self.first(|s| s.probe_dtm_plies(pos))
+        self.first(ProbeMetric::Dtm, pos, |s| s.probe_dtm_plies(pos))
     }
 
     /// Signed plies to mate under the 50-move rule at the position's clock.
     pub fn dtm50_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
-        self.first(|s| s.probe_dtm50_plies(pos))
+        self.first(ProbeMetric::Dtm50, pos, |s| s.probe_dtm50_plies(pos))
     }
 
     /// Whether some source could in principle hold this position.

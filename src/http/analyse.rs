@@ -5,7 +5,7 @@
 
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::{
@@ -18,7 +18,7 @@ use serde::Deserialize;
 use shakmaty::Chess;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::AppState;
+use super::{AppState, openapi};
 use crate::{
     config::SearchConfig,
     error::ApiError,
@@ -33,6 +33,10 @@ pub struct Searches {
     config: SearchConfig,
     slots: Arc<Semaphore>,
     pool: rayon::ThreadPool,
+    /// Stop flags of the searches started so far (dead ones are pruned when
+    /// a search starts), so that shutdown can stop them all.
+    running: Mutex<Vec<Weak<AtomicBool>>>,
+    stopping: AtomicBool,
 }
 
 impl Searches {
@@ -46,6 +50,32 @@ impl Searches {
                 .build()
                 .expect("search thread pool"),
             config,
+            running: Mutex::new(Vec::new()),
+            stopping: AtomicBool::new(false),
+        }
+    }
+
+    /// A search slot and the new search's stop flag, or `None` when all slots
+    /// are busy or the server is shutting down.
+    fn start(&self) -> Option<(tokio::sync::OwnedSemaphorePermit, Arc<AtomicBool>)> {
+        let permit = Arc::clone(&self.slots).try_acquire_owned().ok()?;
+        let cancel = Arc::new(AtomicBool::new(false));
+        let mut running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        if self.stopping.load(Ordering::SeqCst) {
+            return None;
+        }
+        running.retain(|w| w.strong_count() > 0);
+        running.push(Arc::downgrade(&cancel));
+        Some((permit, cancel))
+    }
+
+    /// Shutdown: refuse new searches and stop the running ones (each returns
+    /// its best result so far, so its request still completes).
+    pub fn stop_all(&self) {
+        let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
+        self.stopping.store(true, Ordering::SeqCst);
+        for cancel in running.iter().filter_map(Weak::upgrade) {
+            cancel.store(true, Ordering::Relaxed);
         }
     }
 
@@ -54,14 +84,38 @@ impl Searches {
     }
 }
 
-/// The service's tables as the search sees them (probing policy of
-/// [`Tablebases`]; a broken table reads as "no answer", so search goes on).
+/// One event of `/api/v1/analyse/stream` (the schema of each event).
+#[derive(utoipa::ToSchema)]
+#[allow(dead_code)] // describes the stream; events are built by axum's `Event`
+struct AnalyseEvent {
+    event: AnalyseEventName,
+    /// A `SearchResult` as JSON text.
+    #[schema(content_media_type = "application/json")]
+    data: String,
+}
 
-#[derive(Debug, Deserialize)]
+#[derive(utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum AnalyseEventName {
+    /// After each completed iteration (`stop` is null).
+    Depth,
+    /// The final result, once.
+    Result,
+}
+
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AnalyseQuery {
+    /// The position in FEN; underscores may stand for spaces. Required.
+    #[param(required = true, example = "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1")]
     fen: Option<String>,
+    /// Search time; clamped to 1..=`search.max_movetime_ms`
+    /// [default: `search.default_movetime_ms`].
     movetime_ms: Option<u64>,
+    /// Stop after this many nodes.
     nodes: Option<u64>,
+    /// Stop after this depth, in plies.
     depth: Option<u32>,
 }
 
@@ -73,26 +127,44 @@ fn parse(cfg: &SearchConfig, query: Result<Query<AnalyseQuery>, QueryRejection>)
     Ok((pos, Limits { movetime: Some(Duration::from_millis(movetime_ms)), nodes: q.nodes, depth: q.depth }))
 }
 
-fn busy() -> Response {
+fn busy(state: &AppState) -> Response {
+    state.telemetry.search_refused();
     ApiError::Busy.into_response()
 }
 
+/// One line per search, inside its span (with the FEN and the request ID).
+fn log_finished(r: &SearchResult) {
+    tracing::info!(depth = r.depth, nodes = r.nodes, elapsed_ms = r.elapsed_ms, stop = ?r.stop, "search finished");
+}
+
+fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
+    let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal);
+    tracing::info_span!("search", fen = %fen, movetime_ms = limits.movetime.map(|d| d.as_millis() as u64))
+}
+
 /// `GET /api/v1/analyse`: the final result as JSON.
+#[utoipa::path(
+    get, path = "/api/v1/analyse", tag = "search", params(AnalyseQuery),
+    responses((status = 200, body = SearchResult), openapi::SearchErrors)
+)]
 pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Response {
     let (pos, limits) = match parse(&state.searches.config, query) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let Some((permit, cancel)) = state.searches.start() else { return busy(&state) };
     // Cancels the search if this request future is dropped (client gone).
     let _guard = CancelOnDrop(Arc::clone(&cancel));
     let (tx, rx) = oneshot::channel();
     let c = Arc::clone(&cancel);
     let shared = Arc::clone(&state);
+    let span = search_span(&pos, &limits);
     state.searches.pool.spawn(move || {
+        let _span = span.enter();
+        let _running = shared.telemetry.search_started();
         let options = shared.searches.options();
         let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &c, &mut |_| {});
+        log_finished(&r);
         drop(permit);
         let _ = tx.send(r);
     });
@@ -111,6 +183,14 @@ impl Drop for CancelOnDrop {
 
 /// `GET /api/v1/analyse/stream`: Server-Sent Events, one `depth` event per
 /// completed iteration and a final `result` event; stops when the client goes.
+#[utoipa::path(
+    get, path = "/api/v1/analyse/stream", tag = "search", params(AnalyseQuery),
+    responses(
+        (status = 200, content_type = "text/event-stream", body = AnalyseEvent,
+         description = "Server-Sent Events: `depth` events, then one `result` event"),
+        openapi::SearchErrors,
+    )
+)]
 pub async fn analyse_stream(
     State(state): State<AppState>,
     query: Result<Query<AnalyseQuery>, QueryRejection>,
@@ -119,8 +199,7 @@ pub async fn analyse_stream(
         Ok(v) => v,
         Err(e) => return e.into_response(),
     };
-    let Ok(permit) = Arc::clone(&state.searches.slots).try_acquire_owned() else { return busy() };
-    let cancel = Arc::new(AtomicBool::new(false));
+    let Some((permit, cancel)) = state.searches.start() else { return busy(&state) };
     let (tx, rx) = mpsc::channel::<Event>(64);
     let (done_tx, done_rx) = oneshot::channel::<()>();
     {
@@ -137,7 +216,10 @@ pub async fn analyse_stream(
         });
     }
     let shared = Arc::clone(&state);
+    let span = search_span(&pos, &limits);
     state.searches.pool.spawn(move || {
+        let _span = span.enter();
+        let _running = shared.telemetry.search_started();
         let event = |name: &str, r: &SearchResult| {
             Event::default().event(name).json_data(r).unwrap_or_else(|_| Event::default().event(name))
         };
@@ -148,6 +230,7 @@ pub async fn analyse_stream(
         };
         let options = shared.searches.options();
         let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &cancel, &mut on_depth);
+        log_finished(&r);
         drop(permit);
         let _ = tx.blocking_send(event("result", &r));
         let _ = done_tx.send(());

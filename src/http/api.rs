@@ -7,13 +7,19 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{AppState, Endpoint, FenQuery, answer_fen, json_bytes, to_json};
+use super::{AppState, Endpoint, FenQuery, answer_fen, json_bytes, openapi, to_json};
 use crate::{
     error::ApiError,
+    sources::TableInfo,
     probe::{self, MoveOrder},
     request::parse_fen,
 };
 
+/// Everything the tables say about a position and each of its moves.
+#[utoipa::path(
+    get, path = "/api/v1/probe", tag = "probe", params(FenQuery),
+    responses((status = 200, body = probe::ProbeAnswer), openapi::PositionErrors)
+)]
 pub async fn probe_get(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
@@ -21,20 +27,32 @@ pub async fn probe_get(
     answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BatchRequest {
+    /// Positions in FEN, at most `limits.max_batch`.
     fens: Vec<String>,
 }
 
 /// One entry of a batch answer: an answer, or an error object.
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 #[serde(untagged)]
 enum BatchItem {
     Answer(Box<probe::ProbeAnswer>),
     Error(crate::error::ErrorBody),
 }
 
+/// `POST /api/v1/probe` answer: one entry per FEN, in order.
+#[derive(Serialize, utoipa::ToSchema)]
+struct BatchResponse {
+    results: Vec<BatchItem>,
+}
+
+/// The answers for many positions at once.
+#[utoipa::path(
+    post, path = "/api/v1/probe", tag = "probe", request_body = BatchRequest,
+    responses((status = 200, body = BatchResponse), openapi::BatchErrors)
+)]
 pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
     let request: BatchRequest =
         serde_json::from_slice(&body).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
@@ -53,19 +71,27 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
-            Ok(to_json(&serde_json::json!({ "results": results })))
+            Ok(to_json(&BatchResponse { results }))
         })
         .await;
     bytes.map(json_bytes)
 }
 
 /// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct MetricQuery {
+    /// `dtm50` (default), `dtm` or `dtz`.
     #[serde(default)]
+    #[param(inline)]
     metric: MoveOrder,
 }
 
+/// The line of best play from a position to its end (mate or conversion).
+#[utoipa::path(
+    get, path = "/api/v1/mainline", tag = "probe", params(FenQuery, MetricQuery),
+    responses((status = 200, body = probe::Mainline), openapi::PositionErrors)
+)]
 pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
@@ -78,14 +104,25 @@ pub async fn mainline(
     answer_fen(&state, query, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
 }
 
+/// `GET /api/v1/tables` answer.
+#[derive(Serialize, utoipa::ToSchema)]
+struct TablesResponse {
+    count: usize,
+    /// Tables with at least one problem.
+    with_problems: usize,
+    max_pieces: usize,
+    tables: Vec<TableInfo>,
+}
+
+/// Every table the server has indexed, with any problems found.
+#[utoipa::path(get, path = "/api/v1/tables", tag = "probe", responses((status = 200, body = TablesResponse)))]
 pub async fn tables(State(state): State<AppState>) -> Response {
     let tablebases = state.tablebases();
     let tables = tablebases.tables();
-    let problems = tables.iter().filter(|t| !t.problems.is_empty()).count();
-    json_bytes(to_json(&serde_json::json!({
-        "count": tables.len(),
-        "with_problems": problems,
-        "max_pieces": tablebases.max_pieces(),
-        "tables": tables,
-    })))
+    json_bytes(to_json(&TablesResponse {
+        count: tables.len(),
+        with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
+        max_pieces: tablebases.max_pieces(),
+        tables,
+    }))
 }

@@ -10,14 +10,14 @@ use axum::{
 use serde::Serialize;
 use shakmaty::Role;
 
-use super::{AppState, Endpoint, FenQuery, answer_fen};
+use super::{AppState, Endpoint, FenQuery, answer_fen, openapi};
 use crate::{
     domain::Category,
     error::ApiError,
     probe::{self, MoveInfo, MoveOrder, PositionInfo},
 };
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct PositionFields {
     checkmate: bool,
     stalemate: bool,
@@ -35,7 +35,7 @@ struct PositionFields {
     category: Category,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct MoveFields {
     uci: String,
     san: String,
@@ -45,7 +45,7 @@ struct MoveFields {
     pos: PositionFields,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct StandardResponse {
     #[serde(flatten)]
     pos: PositionFields,
@@ -156,6 +156,11 @@ fn standard_response(info: &PositionInfo, moves: &mut [MoveInfo]) -> StandardRes
     }
 }
 
+/// The lichess tablebase API's answer (`tablebase.lichess.ovh/standard`).
+#[utoipa::path(
+    get, path = "/standard", tag = "lichess", params(FenQuery),
+    responses((status = 200, body = StandardResponse), openapi::PositionErrors)
+)]
 pub async fn standard(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,
@@ -170,7 +175,7 @@ pub async fn standard(
     .await
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct MainlineStepFields {
     uci: String,
     san: String,
@@ -178,7 +183,7 @@ struct MainlineStepFields {
     precise_dtz: Option<i32>,
 }
 
-#[derive(Serialize)]
+#[derive(Serialize, utoipa::ToSchema)]
 struct MainlineResponse {
     dtz: Option<i32>,
     precise_dtz: Option<i32>,
@@ -186,6 +191,11 @@ struct MainlineResponse {
     winner: Option<char>,
 }
 
+/// The lichess tablebase API's mainline (`/standard/mainline`).
+#[utoipa::path(
+    get, path = "/standard/mainline", tag = "lichess", params(FenQuery),
+    responses((status = 200, body = MainlineResponse), openapi::PositionErrors)
+)]
 pub async fn mainline(
     State(state): State<AppState>,
     query: Result<Query<FenQuery>, QueryRejection>,

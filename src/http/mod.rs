@@ -6,6 +6,7 @@ mod api;
 mod lichess;
 mod limits;
 mod metrics_page;
+pub mod openapi;
 pub mod pages;
 
 use std::{
@@ -23,10 +24,16 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     middleware,
-    routing::get,
 };
+use utoipa::OpenApi as _;
+use utoipa_axum::{router::OpenApiRouter, routes};
 use tokio::sync::Semaphore;
-use tower_http::{catch_panic::CatchPanicLayer, limit::RequestBodyLimitLayer, trace::TraceLayer};
+use tower_http::{
+    catch_panic::CatchPanicLayer,
+    limit::RequestBodyLimitLayer,
+    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    trace::TraceLayer,
+};
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
@@ -36,13 +43,14 @@ use crate::{
     error::ApiError,
     request::{normalized_fen, parse_fen},
     tablebase::Tablebases,
+    telemetry::Telemetry,
 };
 
 /// Everything the handlers share, loaded once.
 pub struct Shared {
     /// Swapped whole by [`Shared::rescan`]; a request keeps the `Arc` it
     /// started with, so replaced tables stay mapped until it finishes.
-    tablebases: RwLock<Arc<Tablebases>>,
+    tablebases: crate::telemetry::CurrentTables,
     pub config: Config,
     /// Serialized answers by endpoint and normalized FEN.
     cache: Option<moka::sync::Cache<(u64, Endpoint, String), Bytes>>,
@@ -56,6 +64,8 @@ pub struct Shared {
     ready: AtomicBool,
     /// `/api/v1/analyse`: limits, slots and the search thread pool.
     searches: analyse::Searches,
+    /// What `/prometheus` reports.
+    pub telemetry: Telemetry,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -70,9 +80,11 @@ pub type AppState = Arc<Shared>;
 
 impl Shared {
     pub fn new(tablebases: Arc<Tablebases>, config: Config) -> AppState {
+        let tablebases = Arc::new(RwLock::new(tablebases));
         let cache = (config.cache_entries > 0).then(|| moka::sync::Cache::new(config.cache_entries));
         Arc::new(Shared {
-            tablebases: RwLock::new(tablebases),
+            telemetry: Telemetry::new(Arc::clone(&tablebases)),
+            tablebases,
             probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
             probes_waiting: AtomicUsize::new(0),
             rate_limiter: limits::RateLimiter::new(&config.limits),
@@ -110,6 +122,14 @@ impl Shared {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
+    /// Shutdown has begun: report not ready (load balancers stop sending),
+    /// refuse new searches and stop the running ones, whose requests then
+    /// complete with the best result found so far.
+    pub fn begin_shutdown(&self) {
+        self.set_ready(false);
+        self.searches.stop_all();
+    }
+
     /// Runs CPU-bound table work off the async threads, at most
     /// `max_concurrent_probes` at once, through the response cache when a
     /// key is given.
@@ -124,11 +144,19 @@ impl Shared {
         if let (Some(cache), Some(key)) = (&self.cache, &key)
             && let Some(hit) = cache.get(key)
         {
+            self.telemetry.record_cache(true);
             return Ok(hit);
         }
-        let _permit = self.probe_slot().await?;
+        if key.is_some() {
+            self.telemetry.record_cache(false);
+        }
+        let _permit = {
+            let _waiting = self.telemetry.probe_waiting();
+            self.probe_slot().await?
+        };
         let shared = Arc::clone(self);
-        let bytes = tokio::task::spawn_blocking(move || work(&shared))
+        let span = tracing::debug_span!("probe", endpoint = ?endpoint);
+        let bytes = tokio::task::spawn_blocking(move || span.in_scope(|| work(&shared)))
             .await
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))?;
         if let (Some(cache), Some(key)) = (&self.cache, key) {
@@ -160,20 +188,29 @@ impl Shared {
     }
 }
 
+/// Every route, each registered together with its OpenAPI description.
+/// Add routes here only through `routes!` (tests/openapi.rs checks that).
+pub(crate) fn routes() -> OpenApiRouter<AppState> {
+    OpenApiRouter::with_openapi(openapi::ApiDoc::openapi())
+        .routes(routes!(api::probe_get, api::probe_batch))
+        .routes(routes!(api::mainline))
+        .routes(routes!(api::tables))
+        .routes(routes!(analyse::analyse))
+        .routes(routes!(analyse::analyse_stream))
+        .routes(routes!(lichess::standard))
+        .routes(routes!(lichess::mainline))
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(prometheus))
+        .routes(routes!(openapi::openapi_json))
+        .merge(pages::routes())
+}
+
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.max_body_bytes;
-    Router::new()
-        .route("/api/v1/probe", get(api::probe_get).post(api::probe_batch))
-        .route("/api/v1/mainline", get(api::mainline))
-        .route("/api/v1/tables", get(api::tables))
-        .route("/api/v1/analyse", get(analyse::analyse))
-        .route("/api/v1/analyse/stream", get(analyse::analyse_stream))
-        .route("/standard", get(lichess::standard))
-        .route("/standard/mainline", get(lichess::mainline))
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .merge(pages::routes())
+    let (routes, _document) = routes().split_for_parts();
+    routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
         // Innermost first: each limit answers in JSON with its own code.
@@ -184,19 +221,76 @@ pub fn router(state: AppState) -> Router {
         .layer(middleware::map_response_with_state(state.clone(), limits::json_errors))
         .layer(limits::cors(&state.config.limits))
         .layer(CatchPanicLayer::custom(limits::panic_response))
-        .layer(TraceLayer::new_for_http())
+        // Counts every answer, limits' and panics' included.
+        .layer(middleware::from_fn_with_state(Arc::clone(&state), track_request))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        // Outermost: every request has an ID before it is traced.
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
 }
 
-async fn healthz() -> Json<serde_json::Value> {
-    Json(serde_json::json!({ "status": "ok" }))
+/// The span of one request, carrying its `x-request-id` (the client's, or a
+/// generated UUID) so that log lines of probes and searches can be matched.
+fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
+    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
+    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
 }
 
+/// Counts every request by its route template and status, and times it.
+async fn track_request(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let route = request.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_owned());
+    let method = request.method().clone();
+    let started = std::time::Instant::now();
+    let response = next.run(request).await;
+    let route = route.as_deref().unwrap_or("unmatched");
+    state.telemetry.record_request(route, method.as_str(), response.status().as_u16(), started.elapsed());
+    response
+}
+
+/// `GET /prometheus`: operational metrics, OpenMetrics text.
+#[utoipa::path(
+    get, path = "/prometheus", tag = "operations",
+    responses((status = 200, description = "Metrics in the OpenMetrics text format", body = String,
+        content_type = "application/openmetrics-text; version=1.0.0; charset=utf-8"))
+)]
+async fn prometheus(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    let content_type = HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8");
+    ([(header::CONTENT_TYPE, content_type)], state.telemetry.render()).into_response()
+}
+
+/// `GET /healthz`: the process answers (liveness).
+#[utoipa::path(get, path = "/healthz", tag = "operations", responses((status = 200, body = openapi::Status)))]
+async fn healthz() -> Json<openapi::Status> {
+    Json(openapi::Status { status: "ok" })
+}
+
+/// `/readyz` answer.
+#[derive(serde::Serialize, utoipa::ToSchema)]
+struct Readiness {
+    /// `ready`, or `not_ready` (shutting down).
+    status: &'static str,
+    /// Tables indexed, all sources together.
+    tables: usize,
+}
+
+/// `GET /readyz`: whether to send traffic here. Tables are indexed before
+/// the server listens, so a listening server is ready until it begins to
+/// shut down.
+#[utoipa::path(
+    get, path = "/readyz", tag = "operations",
+    responses((status = 200, body = Readiness), (status = 503, description = "Shutting down", body = Readiness))
+)]
 async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> Response {
+    let tables = state.tablebases().tables().len();
     if state.ready.load(Ordering::SeqCst) {
-        Json(serde_json::json!({ "status": "ready" })).into_response()
+        Json(Readiness { status: "ready", tables }).into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, Json(serde_json::json!({ "status": "starting" }))).into_response()
+        (StatusCode::SERVICE_UNAVAILABLE, Json(Readiness { status: "not_ready", tables })).into_response()
     }
 }
 
@@ -212,8 +306,12 @@ impl IntoResponse for ApiError {
 }
 
 /// `?fen=...`
-#[derive(Debug, serde::Deserialize)]
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FenQuery {
+    /// The position in Forsyth-Edwards Notation; underscores may stand for
+    /// spaces. Required.
+    #[param(required = true, example = "8/8/8/8/8/2k5/8/R3K3 w - - 0 1")]
     fen: Option<String>,
 }
 
@@ -257,8 +355,10 @@ pub async fn serve(state: AppState) -> std::io::Result<()> {
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
     // The peer address feeds the per-client rate limit.
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal()).await
+    let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state)).await?;
+    tracing::info!("every request in flight answered; exiting");
+    Ok(())
 }
 
 #[cfg(unix)]
@@ -275,7 +375,9 @@ async fn rescan_on_sighup(state: AppState) {
 #[cfg(not(unix))]
 async fn rescan_on_sighup(_state: AppState) {}
 
-async fn shutdown_signal() {
+/// Resolves on SIGINT/SIGTERM, after stopping the searches; axum then stops
+/// accepting connections and waits for the requests in flight.
+async fn shutdown_signal(state: AppState) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -294,7 +396,8 @@ async fn shutdown_signal() {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    tracing::info!("shutting down: finishing requests in flight");
+    tracing::info!("shutting down: stopping searches, finishing requests in flight");
+    state.begin_shutdown();
     // Give load balancers a moment; requests already accepted still complete.
     tokio::time::sleep(Duration::from_millis(10)).await;
 }

@@ -5,12 +5,12 @@
 //! Merge with `Router::merge(pages::routes())`; the handlers need no state.
 
 use axum::{
-    Json, Router,
+    Json,
     extract::{FromRef, Path, RawQuery, State},
     http::{HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
-    routing::get,
 };
+use utoipa_axum::{router::OpenApiRouter, routes};
 use shakmaty::{Board, CastlingMode, Chess, Color, Position, Square, fen::Fen, uci::UciMove};
 
 use super::AppState;
@@ -19,16 +19,36 @@ use crate::board_svg::{self, SvgOptions};
 /// All page routes. Generic over the router state so it merges into any app
 /// whose state gives access to [`AppState`] (the metrics page probes its
 /// reference positions live).
-pub fn routes<S>() -> Router<S>
+pub fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     AppState: FromRef<S>,
 {
-    Router::new()
-        .route("/", get(index))
-        .route("/metrics", get(metrics))
-        .route("/board.svg", get(board_svg_handler))
-        .route("/static/{*file}", get(static_file))
+    OpenApiRouter::new()
+        .routes(routes!(index))
+        .routes(routes!(metrics))
+        .routes(routes!(board_svg_handler))
+        .routes(routes!(static_file))
+}
+
+/// `/board.svg` query (parsed by hand, see [`parse_board_request`]).
+#[derive(utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+#[allow(dead_code)] // describes the query; never constructed
+struct BoardQuery {
+    /// The position (FEN, or only its board part); underscores may stand for spaces.
+    #[param(required = true, example = "8/8/8/8/8/2k5/8/R3K3 w - - 0 1")]
+    fen: String,
+    /// `white` or `black` at the bottom.
+    orientation: Option<String>,
+    /// A move to highlight, in UCI notation.
+    lastmove: Option<String>,
+    /// Square to mark as in check (by default the king in check, if any).
+    check: Option<String>,
+    /// Board size in pixels (clamped to a sensible range).
+    size: Option<u32>,
+    /// `0`, `false`, `no` or `off` hide the coordinates.
+    coordinates: Option<String>,
 }
 
 /// One embedded asset: path under `/static/`, content type, bytes.
@@ -48,12 +68,24 @@ const ASSETS: &[Asset] = &[
 
 const INDEX_HTML: &str = include_str!("../../static/index.html");
 
+/// The probe page.
+#[utoipa::path(get, path = "/", tag = "pages", responses((status = 200, content_type = "text/html", body = String)))]
 async fn index() -> Response {
     let mut res = Html(INDEX_HTML).into_response();
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     res
 }
 
+/// The page's bundled assets.
+#[utoipa::path(
+    get, path = "/static/{file}", tag = "pages",
+    params(("file" = String, Path, description = "Asset name", example = "app.js")),
+    responses(
+        (status = 200, description = "The asset, with its content type", content(
+            (String = "text/javascript"), (String = "text/css"), (String = "image/svg+xml"), (String = "text/plain"))),
+        (status = 404, body = crate::error::ErrorBody),
+    )
+)]
 async fn static_file(Path(file): Path<String>) -> Response {
     match ASSETS.iter().find(|a| a.path == file) {
         Some(asset) => (
@@ -182,6 +214,14 @@ pub fn parse_board_request(raw: Option<&str>) -> Result<BoardRequest, (&'static 
     Ok(BoardRequest { board, options })
 }
 
+/// A board diagram.
+#[utoipa::path(
+    get, path = "/board.svg", tag = "pages", params(BoardQuery),
+    responses(
+        (status = 200, content_type = "image/svg+xml", body = String),
+        (status = 400, body = crate::error::ErrorBody),
+    )
+)]
 async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {
     match parse_board_request(raw.as_deref()) {
         Ok(req) => (
@@ -196,6 +236,8 @@ async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {
     }
 }
 
+/// What the reported numbers mean, with live examples.
+#[utoipa::path(get, path = "/metrics", tag = "pages", responses((status = 200, content_type = "text/html", body = String)))]
 async fn metrics(State(state): State<AppState>) -> Response {
     let tb = state.tablebases();
     let live = tokio::task::spawn_blocking(move || super::metrics_page::live_answers(&tb))

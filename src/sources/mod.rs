@@ -17,7 +17,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 use crate::domain::Source;
 
 /// A table that exists but could not be read: broken, truncated, unreadable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, utoipa::ToSchema)]
 #[error("table {table}: {reason}")]
 pub struct TableError {
     /// The table's name, e.g. `KQvKR.rtbz`.
@@ -29,7 +29,7 @@ pub struct TableError {
 pub type ProbeResult<T> = Result<Option<T>, TableError>;
 
 /// What a table holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TableKind {
     Wdl,
@@ -39,7 +39,7 @@ pub enum TableKind {
 }
 
 /// One table file (or built-in table) as listed by `/api/v1/tables`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 pub struct TableInfo {
     /// Material and kind, e.g. `KQvKR.rtbw`, `kqkr.gtb.cp4`, `KQvKR (builtin)`.
     pub name: String,

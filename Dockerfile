@@ -1,0 +1,46 @@
+# tbserver container image: a build stage with the Rust toolchain, and a small
+# Debian runtime stage running as a non-root user.
+#
+#   docker build -t tbserver .
+#   docker run -p 9000:9000 -v /srv/syzygy:/tables/syzygy:ro \
+#       -v /srv/gaviota:/tables/gaviota:ro -v tbcache:/var/cache/tbserver tbserver
+#
+# Without a Docker engine, deploy/build-image.sh builds this same file with
+# buildah and checks the image answers correctly.
+
+ARG RUST_IMAGE=docker.io/library/rust:1.95-bookworm
+ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
+
+FROM ${RUST_IMAGE} AS build
+# bindgen (gaviota-sys) needs libclang.
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libclang-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+# The registry and target caches survive between builds (BuildKit and buildah
+# both keep `type=cache` mounts); the binary is copied out of the cache.
+RUN --mount=type=cache,id=tbserver-cargo-registry,target=/usr/local/cargo/registry \
+    --mount=type=cache,id=tbserver-target,target=/src/target \
+    cargo build --release --locked --bin tbserver \
+ && install -m 0755 target/release/tbserver /usr/local/bin/tbserver
+
+FROM ${RUNTIME_IMAGE} AS runtime
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent tbserver \
+ && mkdir -p /tables/syzygy /tables/gaviota /var/cache/tbserver \
+ && chown tbserver:tbserver /var/cache/tbserver
+COPY --from=build /usr/local/bin/tbserver /usr/local/bin/tbserver
+# Tables are mounted read-only; generated built-in tables go to a writable volume.
+ENV TBSERVER_LISTEN=0.0.0.0:9000 \
+    TBSERVER_SYZYGY=/tables/syzygy \
+    TBSERVER_GAVIOTA=/tables/gaviota \
+    TBSERVER_BUILTIN_DIR=/var/cache/tbserver
+VOLUME ["/var/cache/tbserver"]
+USER tbserver:tbserver
+WORKDIR /var/cache/tbserver
+EXPOSE 9000
+# SIGTERM finishes requests in flight and stops running searches, then exits 0.
+STOPSIGNAL SIGTERM
+HEALTHCHECK --interval=15s --timeout=3s --start-period=10s --retries=3 CMD ["tbserver", "healthcheck"]
+ENTRYPOINT ["tbserver"]
+CMD ["serve", "--log-format", "json"]

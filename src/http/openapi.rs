@@ -1,0 +1,102 @@
+//! The OpenAPI 3.1 description, generated from the handlers' `#[utoipa::path]`
+//! annotations and the response types' `ToSchema` derives. Routes are
+//! registered through `utoipa_axum::routes!`, which adds a handler to the
+//! router and to the document at once, so the two cannot drift.
+
+use std::sync::OnceLock;
+
+use axum::{body::Bytes, response::Response};
+use utoipa::{IntoResponses, OpenApi, ToSchema};
+
+use crate::error::ErrorBody;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "tbserver",
+        description = "Chess endgame tablebases over HTTP/JSON: Syzygy, Gaviota and built-in tables.",
+        license(name = "GPL-3.0-or-later", identifier = "GPL-3.0-or-later"),
+    ),
+    components(schemas(ErrorBody)),
+    tags(
+        (name = "probe", description = "tbserver's own API"),
+        (name = "lichess", description = "The lichess tablebase API's fields and move order"),
+        (name = "search", description = "The bounded DTM50-style search"),
+        (name = "operations", description = "Health, readiness, metrics, this document"),
+        (name = "pages", description = "Browser pages and their assets"),
+    )
+)]
+pub struct ApiDoc;
+
+/// Errors of endpoints that take a position (`?fen=`). The body's `code`
+/// tells which error it is.
+#[derive(IntoResponses)]
+#[allow(dead_code)] // describes responses; never constructed
+pub enum PositionErrors {
+    /// `missing_parameter`, `invalid_parameter` or `invalid_fen`.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// `missing_table`: no configured table covers the material.
+    #[response(status = 404)]
+    NotFound(ErrorBody),
+    /// `illegal_position`, `castling_rights` or `too_many_pieces`.
+    #[response(status = 422)]
+    Unprocessable(ErrorBody),
+    /// `table_error`: a table file is broken on the server's side.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
+/// Errors of `POST /api/v1/probe` as a whole (each position's own error is
+/// an entry of `results`).
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum BatchErrors {
+    /// `invalid_body`: not `{"fens": [...]}`.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// `batch_too_large`, or a body over `limits.max_body_bytes`.
+    #[response(status = 413)]
+    TooLarge(ErrorBody),
+    /// `table_error`.
+    #[response(status = 503)]
+    Unavailable(ErrorBody),
+}
+
+/// Errors of the search endpoints.
+#[derive(IntoResponses)]
+#[allow(dead_code)]
+pub enum SearchErrors {
+    /// `missing_parameter`, `invalid_parameter` or `invalid_fen`.
+    #[response(status = 400)]
+    BadRequest(ErrorBody),
+    /// `illegal_position` or `castling_rights`.
+    #[response(status = 422)]
+    Unprocessable(ErrorBody),
+    /// `busy`: every search slot is taken, or the server is shutting down;
+    /// retry after `Retry-After` seconds.
+    #[response(status = 503, headers(("Retry-After" = u32, description = "Seconds to wait")))]
+    Busy(ErrorBody),
+}
+
+/// `{"status": "ok"}` and the like.
+#[derive(serde::Serialize, ToSchema)]
+pub struct Status {
+    pub status: &'static str,
+}
+
+/// The whole document: [`ApiDoc`] and every route of [`super::routes`].
+pub fn document() -> utoipa::openapi::OpenApi {
+    super::routes().split_for_parts().1
+}
+
+/// `GET /api/openapi.json`: this document.
+#[utoipa::path(
+    get, path = "/api/openapi.json", tag = "operations",
+    responses((status = 200, description = "The OpenAPI 3.1 document", content_type = "application/json"))
+)]
+pub async fn openapi_json() -> Response {
+    static JSON: OnceLock<Bytes> = OnceLock::new();
+    let bytes = JSON.get_or_init(|| Bytes::from(document().to_json().expect("the document serializes"))).clone();
+    super::json_bytes(bytes)
+}

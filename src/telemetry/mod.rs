@@ -1,0 +1,209 @@
+//! Operational metrics, exposed at `GET /prometheus` in the OpenMetrics text
+//! format (which Prometheus scrapes natively).
+//!
+//! Requests, cache and search metrics live in a `prometheus-client` registry
+//! owned by the server; probe counts live in [`Tablebases`] (lock-free, see
+//! [`probes`]) and, like table sizes, are read only when scraped.
+
+mod probes;
+
+use std::{fmt, sync::Arc, time::Duration};
+
+use prometheus_client::{
+    collector::Collector,
+    encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric, NoLabelSet},
+    metrics::{
+        MetricType,
+        counter::Counter,
+        family::Family,
+        gauge::{ConstGauge, Gauge},
+        histogram::Histogram,
+    },
+    registry::{Registry, Unit},
+};
+
+pub use probes::{ProbeCount, ProbeCounts, ProbeMetric};
+
+use crate::{domain::Source, tablebase::Tablebases};
+
+/// Seconds, from 50 µs (a cached answer) to 20 s (the longest search).
+const SECONDS_BUCKETS: [f64; 16] =
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 20.0];
+
+fn seconds_histogram() -> Histogram {
+    Histogram::new(SECONDS_BUCKETS)
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// The matched route template (`/api/v1/probe`), never the raw URI, so
+    /// that the number of series stays bounded.
+    pub route: String,
+    pub method: String,
+    pub status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouteLabels {
+    pub route: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// Everything `/prometheus` reports.
+pub struct Telemetry {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    request_seconds: HistogramFamily<RouteLabels>,
+    cache_hits: Counter,
+    cache_misses: Counter,
+    probes_waiting: Gauge,
+    searches_running: Gauge,
+    searches_refused: Counter,
+    search_seconds: Histogram,
+}
+
+impl Telemetry {
+    /// `tablebases` is the server's current index, which a rescan replaces.
+    pub fn new(tablebases: CurrentTables) -> Telemetry {
+        let mut t = Telemetry {
+            registry: Registry::with_prefix("tbserver"),
+            requests: Family::default(),
+            request_seconds: Family::new_with_constructor(seconds_histogram),
+            cache_hits: Counter::default(),
+            cache_misses: Counter::default(),
+            probes_waiting: Gauge::default(),
+            searches_running: Gauge::default(),
+            searches_refused: Counter::default(),
+            search_seconds: seconds_histogram(),
+        };
+        let r = &mut t.registry;
+        r.register("http_requests", "HTTP requests answered, by route template, method and status", t.requests.clone());
+        r.register_with_unit(
+            "http_request_duration",
+            "Time to the response head, by route template (a stream's body may take longer)",
+            Unit::Seconds,
+            t.request_seconds.clone(),
+        );
+        r.register("cache_hits", "Answers served from the response cache", t.cache_hits.clone());
+        r.register("cache_misses", "Cacheable answers that had to be computed", t.cache_misses.clone());
+        r.register("probe_requests_waiting", "Requests waiting for a probe slot (limits.max_concurrent_probes)", t.probes_waiting.clone());
+        r.register("searches_running", "Searches (/api/v1/analyse) running now", t.searches_running.clone());
+        r.register("searches_refused", "Searches refused with 503 because all search slots were busy", t.searches_refused.clone());
+        r.register_with_unit("search_duration", "Wall time of finished searches", Unit::Seconds, t.search_seconds.clone());
+        r.register_collector(Box::new(TablesCollector(tablebases)));
+        t
+    }
+
+    pub fn record_request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+        let labels = RequestLabels { route: route.to_owned(), method: method.to_owned(), status };
+        self.requests.get_or_create(&labels).inc();
+        self.request_seconds.get_or_create(&RouteLabels { route: labels.route }).observe(elapsed.as_secs_f64());
+    }
+
+    pub fn record_cache(&self, hit: bool) {
+        if hit { &self.cache_hits } else { &self.cache_misses }.inc();
+    }
+
+    /// Counts a request waiting for a probe slot until the guard is dropped.
+    pub fn probe_waiting(&self) -> GaugeGuard<'_> {
+        self.probes_waiting.inc();
+        GaugeGuard { gauge: &self.probes_waiting }
+    }
+
+    pub fn search_refused(&self) {
+        self.searches_refused.inc();
+    }
+
+    /// Counts a running search until the returned guard is dropped, then
+    /// records its duration.
+    pub fn search_started(&self) -> SearchGuard {
+        self.searches_running.inc();
+        SearchGuard { running: self.searches_running.clone(), seconds: self.search_seconds.clone(), started: std::time::Instant::now() }
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry).expect("writing to a String cannot fail");
+        out
+    }
+}
+
+pub struct GaugeGuard<'a> {
+    gauge: &'a Gauge,
+}
+
+impl Drop for GaugeGuard<'_> {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
+}
+
+pub struct SearchGuard {
+    running: Gauge,
+    seconds: Histogram,
+    started: std::time::Instant,
+}
+
+impl Drop for SearchGuard {
+    fn drop(&mut self) {
+        self.running.dec();
+        self.seconds.observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// Probe counts and table sizes, read from the tables at scrape time.
+/// The index in use, swapped whole by a rescan (probe counts then start
+/// again from zero, which Prometheus reads as a counter reset).
+pub type CurrentTables = Arc<std::sync::RwLock<Arc<Tablebases>>>;
+
+struct TablesCollector(CurrentTables);
+
+impl TablesCollector {
+    fn current(&self) -> Arc<Tablebases> {
+        Arc::clone(&self.0.read().unwrap_or_else(|e| e.into_inner()))
+    }
+}
+
+impl fmt::Debug for TablesCollector {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("TablesCollector")
+    }
+}
+
+impl Collector for TablesCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let tablebases = self.current();
+        let mut probes = encoder.encode_descriptor(
+            "table_probes",
+            "Table probes answered, by source, table (normalized material) and metric",
+            None,
+            MetricType::Counter,
+        )?;
+        for c in tablebases.probes.snapshot() {
+            let labels = [("source", c.source.as_str()), ("table", c.table.as_str()), ("metric", c.metric.as_str())];
+            probes.encode_family(&labels)?.encode_counter::<NoLabelSet, _, u64>(&c.count, None)?;
+        }
+
+        let tables = tablebases.tables();
+        let sources: Vec<Source> = tablebases.sources().collect();
+        let per_source = |f: &dyn Fn(&crate::sources::TableInfo) -> i64| -> Vec<(Source, i64)> {
+            sources.iter().map(|&s| (s, tables.iter().filter(|t| t.source == s).map(f).sum())).collect()
+        };
+        let mut count = encoder.encode_descriptor("tables", "Tables indexed, by source", None, MetricType::Gauge)?;
+        for (source, n) in per_source(&|_| 1) {
+            ConstGauge::new(n).encode(count.encode_family(&[("source", source.as_str())])?)?;
+        }
+        let mut bytes = encoder.encode_descriptor(
+            "table_size",
+            "Size of the table files by source; Syzygy and built-in tables are memory-mapped, so this is what the page cache can hold of them",
+            Some(&Unit::Bytes),
+            MetricType::Gauge,
+        )?;
+        for (source, n) in per_source(&|t| i64::try_from(t.bytes).unwrap_or(i64::MAX)) {
+            ConstGauge::new(n).encode(bytes.encode_family(&[("source", source.as_str())])?)?;
+        }
+        Ok(())
+    }
+}
