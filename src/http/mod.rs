@@ -224,10 +224,22 @@ pub fn router(state: AppState) -> Router {
         // Counts every answer, limits' and panics' included.
         .layer(middleware::from_fn_with_state(Arc::clone(&state), track_request))
         .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(TraceLayer::new_for_http().make_span_with(request_span))
+        .layer(TraceLayer::new_for_http().make_span_with(request_span).on_failure(log_failure))
         // Outermost: every request has an ID before it is traced.
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
         .with_state(state)
+}
+
+/// Server errors in the log: an intended 503 (busy, timeout, a broken table)
+/// is routine under load and would drown real failures at ERROR level.
+fn log_failure(class: tower_http::classify::ServerErrorsFailureClass, latency: Duration, _span: &tracing::Span) {
+    use tower_http::classify::ServerErrorsFailureClass as Class;
+    match class {
+        Class::StatusCode(status) if status == StatusCode::SERVICE_UNAVAILABLE => {
+            tracing::debug!(%status, ?latency, "refused or unavailable")
+        }
+        other => tracing::error!(failure = %other, ?latency, "request failed"),
+    }
 }
 
 /// The span of one request, carrying its `x-request-id` (the client's, or a
