@@ -25,7 +25,7 @@ fn bench(c: &mut Criterion) {
     for name in ["KRvK", "KQvK"] {
         let layout = Layout::new(&Material::parse(name).unwrap());
         group.bench_function(name, |b| {
-            b.iter(|| generate(black_box(&layout), &|board| store.lookup(board)).unwrap().legal_positions)
+            b.iter(|| generate(black_box(&layout), &|board| store.lookup(board), true).unwrap().legal_positions)
         });
     }
     group.finish();

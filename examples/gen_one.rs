@@ -1,5 +1,5 @@
 //! Generates one built-in table (and, first, what it depends on) and times it:
-//! `cargo run --release --example gen_one -- KQvKR /tmp/tables`.
+//! `cargo run --release --example gen_one -- KQvKR /tmp/tables [RUNS]`.
 
 use std::time::Instant;
 
@@ -13,21 +13,21 @@ fn main() {
     let store = Store::new(&dir, true);
     let layout = Layout::new(&material);
     // Open or generate the dependencies through the store, then time the table itself.
-    let warm = generate(&layout, &|b| store.lookup(b)).expect("generate");
-    let runs = 5;
+    let warm = generate(&layout, &|b| store.lookup(b), true).expect("generate");
+    let runs: u32 = args.next().map_or(5, |r| r.parse().expect("RUNS is a number"));
     let start = Instant::now();
     let mut dtm50_secs = 0.0;
     for _ in 0..runs {
-        dtm50_secs += std::hint::black_box(generate(&layout, &|b| store.lookup(b)).expect("generate")).dtm50_secs;
+        dtm50_secs += std::hint::black_box(generate(&layout, &|b| store.lookup(b), true).expect("generate")).dtm50_secs;
     }
-    let secs = start.elapsed().as_secs_f64() / runs as f64;
-    let dtm50_secs = dtm50_secs / runs as f64;
+    let secs = start.elapsed().as_secs_f64() / f64::from(runs);
+    let dtm50_secs = dtm50_secs / f64::from(runs);
     // Baseline in the same run (the machine is shared): shakmaty perft 5.
     let start = Instant::now();
     for _ in 0..runs {
         std::hint::black_box(shakmaty::perft(&shakmaty::Chess::default(), 5));
     }
-    let base = start.elapsed().as_secs_f64() / runs as f64;
+    let base = start.elapsed().as_secs_f64() / f64::from(runs);
     println!(
         "{}: {} legal positions, {:.1} ms per generation (DTM50 {:.1} ms); baseline perft(5) {:.1} ms; ratio {:.2}",
         material.name(),

@@ -39,6 +39,10 @@ enum Command {
         /// Output directory [default: the configured builtin.dir, `tbcache`].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
+        /// Leave out DTM50 (WDL50, DTZ50'' and DTM only) [default: the
+        /// configured builtin.dtm50].
+        #[arg(long)]
+        without_dtm50: bool,
     },
     /// Check the table files in directories (Syzygy, Gaviota, built-in) and
     /// report each bad one; exits non-zero if any is bad.
@@ -140,7 +144,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
-        Some(Command::Generate { pieces, out }) => generate(pieces, out),
+        Some(Command::Generate { pieces, out, without_dtm50 }) => generate(pieces, out, without_dtm50),
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
         Some(Command::Healthcheck { addr }) => healthcheck(addr),
@@ -194,11 +198,12 @@ fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, 
     Ok(())
 }
 
-fn generate(pieces: usize, out: Option<PathBuf>) -> Result<(), String> {
+fn generate(pieces: usize, out: Option<PathBuf>, without_dtm50: bool) -> Result<(), String> {
     let config = load_config(&TableArgs::default())?;
     init_logging(LogFormat::Human);
     let out = out.unwrap_or(config.builtin.dir);
-    tbserver::builtin::run_generate(pieces, &out).map(drop).map_err(|e| e.to_string())
+    let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
+    tbserver::builtin::run_generate(pieces, &out, with_dtm50).map(drop).map_err(|e| e.to_string())
 }
 
 fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {

@@ -16,7 +16,7 @@
 
 use super::{
     generate::{Succ, for_each_move, for_each_unmove},
-    index::{Layout, Pos},
+    index::Layout,
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -276,8 +276,8 @@ pub fn solve_layer(
         };
         let pos = l.unchecked_pos(p);
         for_each_move(l, &pos, |s| {
-            if let Succ::Quiet(sq) = s {
-                let qi = l.index(&Pos { sq, turn: !pos.turn }) as usize;
+            if let Succ::Quiet { sq, moved } = s {
+                let qi = l.index_after_move(&pos.sq, moved, sq, !pos.turn) as usize;
                 u = u.min((thr[qi] - 1).max(NONE_YET));
             }
         });
@@ -288,13 +288,15 @@ pub fn solve_layer(
     let mut recompute: Vec<u32> = Vec::new();
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
         let stamp = n as u16;
+        // Walked in index order for memory locality, as in `generate::solve`.
+        won.sort_unstable_by_key(|&(idx, _)| idx);
+        lost.sort_unstable_by_key(|&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
         recompute.clear();
         for &(r, t_old) in &won {
             let t_new = thr[r as usize];
             let rp = l.unchecked_pos(r);
-            for_each_unmove(l, &rp, |q| {
-                let qi = l.index(&Pos { sq: q, turn: !rp.turn }) as usize;
+            for_each_unmove(l, &rp, |_, qi| {
                 if !value::is_loss(dtm[qi]) {
                     return;
                 }
@@ -325,6 +327,7 @@ pub fn solve_layer(
             }
         }
         let mut lost_now = Vec::new();
+        recompute.sort_unstable();
         for &p in &recompute {
             let u = lost_until(p, n, thr);
             if u > thr[p as usize] {
@@ -348,8 +351,7 @@ pub fn solve_layer(
         for &(q, u) in &lost {
             let qp = l.unchecked_pos(q);
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
-            for_each_unmove(l, &qp, |p| {
-                let pi = l.index(&Pos { sq: p, turn: !qp.turn }) as usize;
+            for_each_unmove(l, &qp, |_, pi| {
                 if value::is_win(dtm[pi]) {
                     raise(pi, clock, thr, mark);
                 }

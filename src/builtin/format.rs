@@ -6,7 +6,8 @@
 //! 12  4  header length = 64
 //! 16 16  material name, e.g. "KQvKR", zero-padded
 //! 32  8  index size N (u64): positions per metric, illegal ones included
-//! 40  4  metrics: bit 0 DTZ50'', bit 1 DTM, bit 2 DTM50
+//! 40  4  metrics: bit 0 DTZ50'', bit 1 DTM, bit 2 DTM50 (optional: without
+//!        it the file ends after the DTM values)
 //! 44  4  CRC-32 of everything after the header
 //! 48  8  legal positions (u64)
 //! 56  8  reserved, zero
@@ -28,7 +29,8 @@ pub const HEADER_LEN: usize = 64;
 pub const METRIC_DTZ: u32 = 1;
 pub const METRIC_DTM: u32 = 2;
 pub const METRIC_DTM50: u32 = 4;
-const ALL_METRICS: u32 = METRIC_DTZ | METRIC_DTM | METRIC_DTM50;
+/// Every table has DTZ50'' and DTM; DTM50 may be left out.
+const BASE_METRICS: u32 = METRIC_DTZ | METRIC_DTM;
 pub const EXTENSION: &str = "tbsb";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,6 +47,8 @@ pub struct Header {
 pub struct Sections {
     pub dtz: usize,
     pub dtm: usize,
+    /// Whether the DTM50 sections (all that follow) exist.
+    pub has_dtm50: bool,
     pub dtm50_inline: usize,
     pub overflow_len: usize,
     pub overflow_index: usize,
@@ -54,6 +58,23 @@ pub struct Sections {
 }
 
 impl Sections {
+    fn without_dtm50(positions: usize) -> Sections {
+        let dtz = HEADER_LEN;
+        let dtm = dtz + 2 * positions;
+        let end = dtm + 2 * positions;
+        Sections {
+            dtz,
+            dtm,
+            has_dtm50: false,
+            dtm50_inline: end,
+            overflow_len: 0,
+            overflow_index: end,
+            overflow_start: end,
+            segments: end,
+            end,
+        }
+    }
+
     fn new(positions: usize, overflow_len: usize, segments: usize) -> Sections {
         let dtz = HEADER_LEN;
         let dtm = dtz + 2 * positions;
@@ -65,6 +86,7 @@ impl Sections {
         Sections {
             dtz,
             dtm,
+            has_dtm50: true,
             dtm50_inline,
             overflow_len,
             overflow_index,
@@ -75,24 +97,32 @@ impl Sections {
     }
 }
 
-pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: &Dtm50Data, legal_positions: u64) -> Vec<u8> {
+pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
     assert_eq!(dtz.len(), dtm.len());
-    assert_eq!(dtz.len(), dtm50.inline.len());
-    let s = Sections::new(dtz.len(), dtm50.overflow_index.len(), dtm50.segments.len());
+    let s = match dtm50 {
+        Some(d) => {
+            assert_eq!(dtz.len(), d.inline.len());
+            Sections::new(dtz.len(), d.overflow_index.len(), d.segments.len())
+        }
+        None => Sections::without_dtm50(dtz.len()),
+    };
     let mut out = Vec::with_capacity(s.end);
     out.resize(HEADER_LEN, 0);
     for v in dtz.iter().chain(dtm) {
         out.extend_from_slice(&v.to_le_bytes());
     }
-    for v in &dtm50.inline {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    out.extend_from_slice(&(dtm50.overflow_index.len() as u64).to_le_bytes());
-    out.extend_from_slice(&(dtm50.segments.len() as u64).to_le_bytes());
-    for v in dtm50.overflow_index.iter().chain(&dtm50.overflow_start).chain(&dtm50.segments) {
-        out.extend_from_slice(&v.to_le_bytes());
+    if let Some(dtm50) = dtm50 {
+        for v in &dtm50.inline {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(&(dtm50.overflow_index.len() as u64).to_le_bytes());
+        out.extend_from_slice(&(dtm50.segments.len() as u64).to_le_bytes());
+        for v in dtm50.overflow_index.iter().chain(&dtm50.overflow_start).chain(&dtm50.segments) {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
     }
     assert_eq!(out.len(), s.end);
+    let metrics = if dtm50.is_some() { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     let crc = crc32fast::hash(&out[HEADER_LEN..]);
     out[..8].copy_from_slice(MAGIC);
     out[8..12].copy_from_slice(&VERSION.to_le_bytes());
@@ -100,7 +130,7 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: &Dtm50Data, 
     let name = material.name();
     out[16..16 + name.len()].copy_from_slice(name.as_bytes());
     out[32..40].copy_from_slice(&(dtz.len() as u64).to_le_bytes());
-    out[40..44].copy_from_slice(&ALL_METRICS.to_le_bytes());
+    out[40..44].copy_from_slice(&metrics.to_le_bytes());
     out[44..48].copy_from_slice(&crc.to_le_bytes());
     out[48..56].copy_from_slice(&legal_positions.to_le_bytes());
     out
@@ -129,19 +159,26 @@ pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<(
         crc32: u32_at(44),
         legal_positions: u64_at(48),
     };
-    if header.metrics != ALL_METRICS {
+    if header.metrics != BASE_METRICS && header.metrics != BASE_METRICS | METRIC_DTM50 {
         return Err(format!("unexpected metrics {:#x}", header.metrics));
     }
     let size_error = || format!("size mismatch: {} bytes for {} positions", bytes.len(), header.positions);
-    let counts = Sections::new(positions, 0, 0).overflow_index - 16;
-    if header.positions != positions as u64 || bytes.len() < counts + 16 {
+    if header.positions != positions as u64 {
         return Err(size_error());
     }
-    let (k, n) = (u64_at(counts), u64_at(counts + 8));
-    if k > positions as u64 || n > 100 * positions as u64 {
-        return Err(size_error());
-    }
-    let sections = Sections::new(positions, k as usize, n as usize);
+    let sections = if header.metrics & METRIC_DTM50 == 0 {
+        Sections::without_dtm50(positions)
+    } else {
+        let counts = Sections::new(positions, 0, 0).overflow_index - 16;
+        if bytes.len() < counts + 16 {
+            return Err(size_error());
+        }
+        let (k, n) = (u64_at(counts), u64_at(counts + 8));
+        if k > positions as u64 || n > 100 * positions as u64 {
+            return Err(size_error());
+        }
+        Sections::new(positions, k as usize, n as usize)
+    };
     if bytes.len() != sections.end {
         return Err(size_error());
     }

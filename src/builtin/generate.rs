@@ -27,8 +27,8 @@ pub struct Board {
 
 /// A legal move's result, by how it is evaluated.
 pub enum Succ {
-    /// Same layer: a non-zeroing move.
-    Quiet([u8; 4]),
+    /// Same layer: a non-zeroing move of man `moved`.
+    Quiet { sq: [u8; 4], moved: usize },
     /// Same table, later layer: a pawn move without capture or promotion.
     Push { sq: [u8; 4], double: bool },
     /// Another table: a capture or a promotion.
@@ -127,7 +127,7 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
         } else if role == Role::Pawn {
             f(Succ::Push { sq: child, double });
         } else {
-            f(Succ::Quiet(child));
+            f(Succ::Quiet { sq: child, moved: i });
         }
     };
     for i in 0..l.n {
@@ -161,10 +161,11 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
 }
 
 /// Calls `f` with every position that reaches `r` by a non-zeroing move (a
-/// non-pawn piece of the side that just moved steps back to an empty square).
-/// The predecessor has the other side to move. It may be illegal (the side
-/// to move in `r` in check): callers test that last, as it is the costly part.
-pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
+/// non-pawn piece of the side that just moved steps back to an empty square)
+/// and its index. `r` must be canonical (decoded from its index). The
+/// predecessor has the other side to move. It may be illegal (the side to
+/// move in `r` in check): callers test that last, as it is the costly part.
+pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4], usize)) {
     let mover = !r.turn;
     let occ = l.occupied(&r.sq);
     for i in 0..l.n {
@@ -174,7 +175,8 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
         }
         let from = Square::new(r.sq[i] as u32);
         for t in attacks::attacks(from, Piece { color: c, role }, occ) & !occ {
-            f(with_square(r.sq, i, t as u8));
+            let q = with_square(r.sq, i, t as u8);
+            f(q, l.index_after_move(&r.sq, i, q, mover) as usize);
         }
     }
 }
@@ -183,20 +185,49 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4])) {
 pub struct Generated {
     pub dtz: Vec<u16>,
     pub dtm: Vec<u16>,
-    pub dtm50: Dtm50Data,
+    /// Absent when generated without DTM50.
+    pub dtm50: Option<Dtm50Data>,
     pub legal_positions: u64,
     /// Time spent solving DTM50 (the rest is WDL50, DTZ50'' and DTM).
     pub dtm50_secs: f64,
 }
 
-/// Generates the table laid out by `l`; `lookup` answers for other tables.
-pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
-    let mut layers: Vec<Vec<u32>> = vec![Vec::new(); l.layers()];
-    for idx in 0..l.size as u32 {
-        if let Some(p) = l.decode(idx) {
-            layers[l.layer(&p.sq)].push(idx);
-        }
-    }
+/// What the moves of one position that leave its layer lead to.
+#[derive(Clone, Copy)]
+enum Exits {
+    /// No legal move: mated or stalemated.
+    Terminal(u16),
+    /// `moves`: non-zeroing moves (weighted by symmetry); `best`: the best
+    /// zeroing move for each metric, [`UNKNOWN`] if none.
+    Moves { moves: u8, best: Values },
+}
+
+/// Positions per parallel task of the decoding and exit passes: large enough to amortise
+/// scheduling, small enough to balance a layer across cores.
+const EXIT_CHUNK: usize = 1 << 14;
+
+/// Generates the table laid out by `l`; `lookup` answers for other tables
+/// (their DTM50 is only read `with_dtm50`). Within a layer the exit pass runs
+/// in parallel, and DTZ50'' is solved beside DTM and DTM50 (which needs DTM).
+pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generated, String> {
+    use rayon::prelude::*;
+
+    // Legal positions by layer, in index order.
+    let chunks: Vec<Vec<Vec<u32>>> = (0..l.size.div_ceil(EXIT_CHUNK))
+        .into_par_iter()
+        .map(|c| {
+            let mut layers = vec![Vec::new(); l.layers()];
+            for idx in (c * EXIT_CHUNK..l.size.min((c + 1) * EXIT_CHUNK)).map(|i| i as u32) {
+                if let Some(p) = l.decode(idx) {
+                    layers[l.layer(&p.sq)].push(idx);
+                }
+            }
+            layers
+        })
+        .collect();
+    let layers: Vec<Vec<u32>> =
+        (0..l.layers()).map(|k| chunks.iter().flat_map(|c| c[k].iter().copied()).collect()).collect();
+    drop(chunks);
     let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
     let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
     let mut dtm50 = dtm50::Builder::new(l.size);
@@ -204,75 +235,105 @@ pub fn generate(l: &Layout, lookup: &Lookup) -> Result<Generated, String> {
     let mut exit_dtz = vec![UNKNOWN; l.size];
     let mut exit_dtm = vec![UNKNOWN; l.size];
     let mut exit_dtm50 = vec![UNKNOWN; l.size];
-    let mut scratch = dtm50::Scratch::new(l.size);
+    let mut scratch = dtm50::Scratch::new(if with_dtm50 { l.size } else { 0 });
     let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
-        for &idx in members {
-            let p = l.unchecked_pos(idx);
-            let mut weight = 0u32;
-            let mut any = false;
-            let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
-            let mut err = None;
-            for_each_move(l, &p, |s| {
-                any = true;
-                let child = match s {
-                    Succ::Quiet(sq) => {
-                        weight += l.symmetry_count(&sq);
-                        return;
-                    }
-                    Succ::Push { sq, double } => {
-                        let c = Pos { sq, turn: !p.turn };
-                        let ci = l.index(&c) as usize;
-                        let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: dtm50.at_zero[ci] };
-                        if double {
-                            match with_en_passant(l, &c, v, lookup) {
-                                Ok(v) => v,
-                                Err(e) => {
-                                    err = Some(e);
-                                    return;
-                                }
-                            }
-                        } else {
-                            v
-                        }
-                    }
-                    Succ::Exit(b) => match lookup(&b) {
+        // Later layers are solved: read them while this one is filled in.
+        let exits: Vec<Exits> = {
+            let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50.at_zero);
+            members
+                .par_chunks(EXIT_CHUNK)
+                .map(|chunk| {
+                    chunk.iter().map(|&idx| exits_of(l, &l.unchecked_pos(idx), dtz, dtm, at_zero, lookup)).collect::<Result<Vec<_>, _>>()
+                })
+                .collect::<Result<Vec<_>, _>>()?
+                .concat()
+        };
+        for (&idx, e) in members.iter().zip(exits) {
+            let i = idx as usize;
+            match e {
+                Exits::Terminal(v) => {
+                    dtz[i] = v;
+                    dtm[i] = v;
+                }
+                Exits::Moves { moves, best } => {
+                    counter[i] = moves;
+                    exit_dtz[i] = best.dtz;
+                    exit_dtm[i] = best.dtm;
+                    exit_dtm50[i] = best.dtm50;
+                }
+            }
+        }
+        let mut dtz_counter = counter.clone();
+        let mut dtm_counter = counter.clone();
+        let (_, secs) = rayon::join(
+            || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
+            || {
+                solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm);
+                let start = std::time::Instant::now();
+                if with_dtm50 {
+                    dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
+                }
+                start.elapsed().as_secs_f64()
+            },
+        );
+        dtm50_secs += secs;
+    }
+    let start = std::time::Instant::now();
+    let dtm50 = with_dtm50.then(|| dtm50.finish());
+    dtm50_secs += start.elapsed().as_secs_f64();
+    Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+}
+
+/// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
+/// and `at_zero` (later layers, already solved) or `lookup` (other tables).
+fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &[u16], lookup: &Lookup) -> Result<Exits, String> {
+    let mut weight = 0u32;
+    let mut any = false;
+    let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
+    let mut err = None;
+    for_each_move(l, p, |s| {
+        any = true;
+        let child = match s {
+            Succ::Quiet { sq, .. } => {
+                weight += l.symmetry_count(&sq);
+                return;
+            }
+            Succ::Push { sq, double } => {
+                let c = Pos { sq, turn: !p.turn };
+                let ci = l.index(&c) as usize;
+                let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: at_zero[ci] };
+                if double {
+                    match with_en_passant(l, &c, v, lookup) {
                         Ok(v) => v,
                         Err(e) => {
                             err = Some(e);
                             return;
                         }
-                    },
-                };
-                best = best.better(child.back_zeroing());
-            });
-            if let Some(e) = err {
-                return Err(e);
+                    }
+                } else {
+                    v
+                }
             }
-            let i = idx as usize;
-            if !any {
-                let v = if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW };
-                dtz[i] = v;
-                dtm[i] = v;
-                continue;
-            }
-            let symmetric = l.symmetry_count(&p.sq);
-            debug_assert_eq!(weight % symmetric, 0);
-            counter[i] = (weight / symmetric) as u8;
-            exit_dtz[i] = best.dtz;
-            exit_dtm[i] = best.dtm;
-            exit_dtm50[i] = best.dtm50;
-        }
-        solve(l, members, &mut counter.clone(), &exit_dtz, &mut dtz);
-        solve(l, members, &mut counter.clone(), &exit_dtm, &mut dtm);
-        let start = std::time::Instant::now();
-        dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
-        dtm50_secs += start.elapsed().as_secs_f64();
+            Succ::Exit(b) => match lookup(&b) {
+                Ok(v) => v,
+                Err(e) => {
+                    err = Some(e);
+                    return;
+                }
+            },
+        };
+        best = best.better(child.back_zeroing());
+    });
+    if let Some(e) = err {
+        return Err(e);
     }
-    let start = std::time::Instant::now();
-    let dtm50 = dtm50.finish();
-    dtm50_secs += start.elapsed().as_secs_f64();
-    Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+    if !any {
+        return Ok(Exits::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW }));
+    }
+    let symmetric = l.symmetry_count(&p.sq);
+    debug_assert_eq!(weight % symmetric, 0);
+    Ok(Exits::Moves { moves: (weight / symmetric) as u8, best })
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may
@@ -359,14 +420,17 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
             values[i] = v;
             true
         });
+        // In index order, the predecessors of neighbouring entries are
+        // neighbours too: far fewer cache and TLB misses than in the order
+        // they were found.
+        bucket.sort_unstable_by_key(|&(e, _)| e & !STORED);
         for (e, v) in bucket {
             let i = (e & !STORED) as usize;
             let r = l.unchecked_pos(i as u32);
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();
-            for_each_unmove(l, &r, |q| {
-                let qi = l.index(&Pos { sq: q, turn: !r.turn }) as usize;
+            for_each_unmove(l, &r, |q, qi| {
                 if values[qi] != UNKNOWN || l.in_check(&q, r.turn) {
                     return;
                 }

@@ -208,6 +208,24 @@ impl Layout {
         ia.min(self.raw_index(&b, pos.turn))
     }
 
+    /// The index of `sq` (with `turn` to move), a position that differs from
+    /// the canonical position `from` (as decoded from its index) only in the
+    /// square of man `moved`. When that man is not the white king, the
+    /// symmetry that made `from` canonical still applies, so the raw index is
+    /// the index unless a tie-break could intervene: the white king on the
+    /// a1–h8 diagonal of a pawnless table, or identical men that may swap.
+    #[inline]
+    pub fn index_after_move(&self, from: &[u8; 4], moved: usize, sq: [u8; 4], turn: Color) -> u32 {
+        let wk = from[0];
+        let keeps_symmetry = moved != 0 && (self.pawns || wk >> 3 != wk & 7) && !(self.identical && moved >= 2);
+        if keeps_symmetry {
+            debug_assert_eq!(self.raw_index(&sq, turn), self.index(&Pos { sq, turn }));
+            self.raw_index(&sq, turn)
+        } else {
+            self.index(&Pos { sq, turn })
+        }
+    }
+
     /// The position stored at `idx` if `idx` is the index of a legal position
     /// (men on distinct squares, side not to move not in check).
     pub fn decode(&self, idx: u32) -> Option<Pos> {

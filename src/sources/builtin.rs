@@ -21,7 +21,8 @@ impl BuiltinSource {
         if config.mode == BuiltinMode::Off {
             return BuiltinSource { store: None };
         }
-        let store = Arc::new(Store::new(&config.dir, true));
+        let store = Store::new(&config.dir, true);
+        let store = Arc::new(if config.dtm50 { store } else { store.without_dtm50() });
         if config.mode == BuiltinMode::Startup {
             let background = Arc::clone(&store);
             std::thread::Builder::new()
