@@ -425,8 +425,8 @@ mod tests {
             assert_eq!((lean.dtz(idx), lean.dtm(idx)), (full.dtz(idx), full.dtm(idx)));
             assert_eq!(lean.values(idx).dtm50, value::UNKNOWN);
         }
-        // Kb6, Qh1 against Ka8: Qh8 mates in one, at any clock below 100.
-        let p: shakmaty::Chess = "k7/8/1K6/8/8/8/8/7Q w - - 0 1"
+        // Kb6, Qh2 against Ka8: Qh8 mates in one, at any clock below 100.
+        let p: shakmaty::Chess = "k7/8/1K6/8/8/8/7Q/8 w - - 0 1"
             .parse::<shakmaty::fen::Fen>()
             .unwrap()
             .into_position(shakmaty::CastlingMode::Standard)
