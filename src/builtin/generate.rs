@@ -108,13 +108,29 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
     }
     let theirs = occ & !ours;
     let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
+    // Out of check, a move other than the king's can only expose the king
+    // when it leaves a line between the king and an enemy slider: other
+    // moves skip the (costly) legality test.
+    let king = Square::new(p.sq[us.fold_wb(0, 1)] as u32);
+    let in_check = l.in_check(&p.sq, us);
+    let mut pin_lines = Bitboard::EMPTY;
+    for j in 0..l.n {
+        let (c, role) = l.men[j];
+        if c != us && matches!(role, Role::Bishop | Role::Rook | Role::Queen) {
+            let from = Square::new(p.sq[j] as u32);
+            if attacks::attacks(from, Piece { color: c, role }, Bitboard::EMPTY).contains(king) {
+                pin_lines |= attacks::between(king, from);
+            }
+        }
+    }
     let emit = |i: usize, to: u8, f: &mut dyn FnMut(Succ), double: bool| {
         let mut child = with_square(p.sq, i, to);
         let captured = theirs.contains(Square::new(to as u32)).then(|| man_at(to));
         if let Some(j) = captured {
             child[j] = NONE;
         }
-        if l.in_check(&child, us) {
+        let may_expose = in_check || l.men[i].1 == Role::King || pin_lines.contains(Square::new(p.sq[i] as u32));
+        if may_expose && l.in_check(&child, us) {
             return;
         }
         let role = l.men[i].1;
