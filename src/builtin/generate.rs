@@ -218,6 +218,10 @@ enum Exits {
     Moves { moves: u8, best: Values },
 }
 
+/// While generating: the value of an index that is no legal position (stored
+/// as [`UNKNOWN`]). Neither a win, a loss, a draw nor unknown.
+const ILLEGAL: u16 = 1 << 2;
+
 /// Positions per parallel task of the decoding and exit passes: large enough to amortise
 /// scheduling, small enough to balance a layer across cores.
 const EXIT_CHUNK: usize = 1 << 14;
@@ -245,7 +249,13 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
         (0..l.layers()).map(|k| chunks.iter().flat_map(|c| c[k].iter().copied()).collect()).collect();
     drop(chunks);
     let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
-    let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
+    // Illegal indexes are marked so that `solve` can skip un-moves into them
+    // by the value it reads anyway, without testing for check.
+    let (mut dtz, mut dtm) = (vec![ILLEGAL; l.size], vec![ILLEGAL; l.size]);
+    for &idx in layers.iter().flatten() {
+        dtz[idx as usize] = UNKNOWN;
+        dtm[idx as usize] = UNKNOWN;
+    }
     let mut dtm50 = dtm50::Builder::new(l.size);
     let mut counter = vec![0u8; l.size];
     let mut exit_dtz = vec![UNKNOWN; l.size];
@@ -294,6 +304,11 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
             },
         );
         dtm50_secs += secs;
+    }
+    for v in dtz.iter_mut().chain(dtm.iter_mut()) {
+        if *v == ILLEGAL {
+            *v = UNKNOWN;
+        }
     }
     let start = std::time::Instant::now();
     let dtm50 = with_dtm50.then(|| dtm50.finish());
@@ -388,7 +403,7 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
 
 /// Solves one layer for one metric. `exit` holds each position's best move
 /// out of the layer, `counter` its non-zeroing moves; terminal positions are
-/// already set in `values`.
+/// already set in `values`, illegal ones are [`ILLEGAL`].
 fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
@@ -446,8 +461,10 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();
-            for_each_unmove(l, &r, |q, qi| {
-                if values[qi] != UNKNOWN || l.in_check(&q, r.turn) {
+            // Un-moves into illegal positions (the side to move in `r` in
+            // check) find an ILLEGAL value.
+            for_each_unmove(l, &r, |_, qi| {
+                if values[qi] != UNKNOWN {
                     return;
                 }
                 if lost {
