@@ -110,15 +110,23 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
     let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
     // Out of check, a move other than the king's can only expose the king
     // when it leaves a line between the king and an enemy slider: other
-    // moves skip the (costly) legality test.
+    // moves skip the (costly) legality test. King moves are tested against
+    // one map of the enemy's attacks.
     let king = Square::new(p.sq[us.fold_wb(0, 1)] as u32);
     let in_check = l.in_check(&p.sq, us);
     let mut pin_lines = Bitboard::EMPTY;
+    // Squares the king must not step on: every enemy attack, seen through
+    // the king itself (it cannot retreat along a slider's line).
+    let mut danger = Bitboard::EMPTY;
     for j in 0..l.n {
         let (c, role) = l.men[j];
-        if c != us && matches!(role, Role::Bishop | Role::Rook | Role::Queen) {
+        if c != us {
             let from = Square::new(p.sq[j] as u32);
-            if attacks::attacks(from, Piece { color: c, role }, Bitboard::EMPTY).contains(king) {
+            let piece = Piece { color: c, role };
+            danger |= attacks::attacks(from, piece, occ.without(king));
+            if matches!(role, Role::Bishop | Role::Rook | Role::Queen)
+                && attacks::attacks(from, piece, Bitboard::EMPTY).contains(king)
+            {
                 pin_lines |= attacks::between(king, from);
             }
         }
@@ -129,8 +137,11 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
         if let Some(j) = captured {
             child[j] = NONE;
         }
-        let may_expose = in_check || l.men[i].1 == Role::King || pin_lines.contains(Square::new(p.sq[i] as u32));
-        if may_expose && l.in_check(&child, us) {
+        if l.men[i].1 == Role::King {
+            if danger.contains(Square::new(to as u32)) {
+                return;
+            }
+        } else if (in_check || pin_lines.contains(Square::new(p.sq[i] as u32))) && l.in_check(&child, us) {
             return;
         }
         let role = l.men[i].1;
@@ -258,6 +269,7 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
     }
     let mut dtm50 = dtm50::Builder::new(l.size);
     let mut counter = vec![0u8; l.size];
+    let (mut dtz_counter, mut dtm_counter) = (vec![0u8; l.size], vec![0u8; l.size]);
     let mut exit_dtz = vec![UNKNOWN; l.size];
     let mut exit_dtm = vec![UNKNOWN; l.size];
     let mut exit_dtm50 = vec![UNKNOWN; l.size];
@@ -290,8 +302,12 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
                 }
             }
         }
-        let mut dtz_counter = counter.clone();
-        let mut dtm_counter = counter.clone();
+        // Each solve consumes its own copy of the counters; a layer's
+        // un-moves stay inside the layer, so only its members are copied.
+        for &idx in members {
+            dtz_counter[idx as usize] = counter[idx as usize];
+            dtm_counter[idx as usize] = counter[idx as usize];
+        }
         let (_, secs) = rayon::join(
             || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
             || {

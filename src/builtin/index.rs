@@ -250,8 +250,15 @@ impl Layout {
         let mut rest = idx;
         let mut sq = [NONE; 4];
         for i in (0..self.n).rev() {
-            let d = rest % self.radix[i];
-            rest /= self.radix[i];
+            // Division by constants compiles to multiplications and shifts.
+            let (d, r) = match self.radix[i] {
+                64 => (rest % 64, rest / 64),
+                48 => (rest % 48, rest / 48),
+                32 => (rest % 32, rest / 32),
+                10 => (rest % 10, rest / 10),
+                radix => (rest % radix, rest / radix),
+            };
+            rest = r;
             sq[i] = if i == 0 {
                 if self.pawns { ((d / 4) * 8 + d % 4) as u8 } else { TRIANGLE_SQUARES[d as usize] }
             } else if self.men[i].1 == Role::Pawn {
