@@ -238,7 +238,16 @@ impl Layout {
                 }
             }
         }
-        if self.index(&pos) != idx || self.in_check(&pos.sq, !pos.turn) {
+        // Decoded squares have the white king in its canonical region
+        // already, so only the tie-breaks can make `idx` non-canonical.
+        let wk = sq[0];
+        let canonical = if self.pawns || wk >> 3 != wk & 7 {
+            !(self.identical && sq[2] > sq[3])
+        } else {
+            self.index(&pos) == idx
+        };
+        debug_assert_eq!(canonical, self.index(&pos) == idx);
+        if !canonical || self.in_check(&pos.sq, !pos.turn) {
             return None;
         }
         Some(pos)
