@@ -97,7 +97,23 @@ fn with_square(sq: [u8; 4], i: usize, to: u8) -> [u8; 4] {
 
 /// Calls `f` for every legal move of `p` (a legal position of layout `l`).
 /// En passant is not generated: table positions carry no en-passant rights.
-pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
+pub fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
+    moves::<true>(l, p, f);
+}
+
+/// Calls `f` for every legal zeroing move of `p` (those that leave its
+/// layer) and returns its legal non-zeroing moves, each weighted by the
+/// number of symmetries that fix the position it leads to (as
+/// [`Layout::symmetry_count`]).
+pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> u32 {
+    moves::<false>(l, p, f)
+}
+
+/// Move generation for both of the above: with `QUIET` every move is passed
+/// to `f` (and 0 returned); without, the non-zeroing moves are only counted,
+/// by population count wherever no legality test or symmetry is in question.
+#[inline(always)]
+fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32 {
     let us = p.turn;
     let occ = l.occupied(&p.sq);
     let mut ours = Bitboard::EMPTY;
@@ -131,6 +147,13 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
             }
         }
     }
+    // Positions reached by a non-king move keep both kings: unless they
+    // share a long diagonal, no symmetry can fix them.
+    let on_diagonal = |s: u8| s >> 3 == s & 7;
+    let on_anti_diagonal = |s: u8| (s >> 3) + (s & 7) == 7;
+    let kings_fixed_by_symmetry = !l.pawns
+        && ((on_diagonal(p.sq[0]) && on_diagonal(p.sq[1])) || (on_anti_diagonal(p.sq[0]) && on_anti_diagonal(p.sq[1])));
+    let quiet_weight = std::cell::Cell::new(0u32);
     let emit = |i: usize, to: u8, f: &mut dyn FnMut(Succ), double: bool| {
         let mut child = with_square(p.sq, i, to);
         let captured = theirs.contains(Square::new(to as u32)).then(|| man_at(to));
@@ -153,8 +176,10 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
             f(Succ::Exit(board(l, &child, !us, None)));
         } else if role == Role::Pawn {
             f(Succ::Push { sq: child, double });
-        } else {
+        } else if QUIET {
             f(Succ::Quiet { sq: child, moved: i });
+        } else {
+            quiet_weight.set(quiet_weight.get() + l.symmetry_count(&child));
         }
     };
     for i in 0..l.n {
@@ -180,11 +205,21 @@ pub fn for_each_move(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) {
                 emit(i, t as u8, &mut f, false);
             }
         } else {
-            for t in attacks::attacks(from_sq, Piece { color: c, role }, occ) & !ours {
-                emit(i, t as u8, &mut f, false);
+            let targets = attacks::attacks(from_sq, Piece { color: c, role }, occ) & !ours;
+            let safe = role != Role::King && !in_check && !pin_lines.contains(from_sq) && !kings_fixed_by_symmetry;
+            if !QUIET && safe {
+                quiet_weight.set(quiet_weight.get() + (targets & !occ).count() as u32);
+                for t in targets & theirs {
+                    emit(i, t as u8, &mut f, false);
+                }
+            } else {
+                for t in targets {
+                    emit(i, t as u8, &mut f, false);
+                }
             }
         }
     }
+    quiet_weight.get()
 }
 
 /// Calls `f` with every position that reaches `r` by a non-zeroing move (a
@@ -335,17 +370,13 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
 fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &[u16], lookup: &Lookup) -> Result<Exits, String> {
-    let mut weight = 0u32;
-    let mut any = false;
+    let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
-    for_each_move(l, p, |s| {
-        any = true;
+    let weight = for_each_zeroing_move(l, p, |s| {
+        zeroing = true;
         let child = match s {
-            Succ::Quiet { sq, .. } => {
-                weight += l.symmetry_count(&sq);
-                return;
-            }
+            Succ::Quiet { .. } => unreachable!("non-zeroing moves are counted"),
             Succ::Push { sq, double } => {
                 let c = Pos { sq, turn: !p.turn };
                 let ci = l.index(&c) as usize;
@@ -375,7 +406,7 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &[u16], look
     if let Some(e) = err {
         return Err(e);
     }
-    if !any {
+    if !zeroing && weight == 0 {
         return Ok(Exits::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW }));
     }
     let symmetric = l.symmetry_count(&p.sq);
