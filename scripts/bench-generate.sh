@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Times the generation of every built-in table (3 and 4 pieces) from
+# scratch, without and with DTM50, and prints wall time, CPU time, peak
+# resident memory and size on disk for each. The machine may be shared: a
+# baseline (shakmaty perft 5, via the gen_one example, which also times
+# KRvK) is measured in the same run, so compare ratios across runs.
+#
+#   scripts/bench-generate.sh          # writes to a temporary directory
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --release --quiet --bin tbserver --example gen_one
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+measure() { # label, generate flags...
+  local label=$1
+  shift
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" target/release/tbserver generate --pieces 4 --out "$work/$label" "$@" >/dev/null 2>&1
+  awk -v label="$label" -v disk="$(du -sh "$work/$label" | cut -f1)" \
+    '{ printf "%-16s wall %6.1f s  cpu %6.1f s  peak rss %5.2f GiB  disk %s\n", label, $1, $2 + $3, $4 / 1048576, disk }' "$work/time"
+}
+measure without-dtm50 --without-dtm50
+measure with-dtm50
+# KRvK alone (mean of 20 generations) and the perft baseline.
+target/release/examples/gen_one KRvK "$work/with-dtm50" 20 2>/dev/null
