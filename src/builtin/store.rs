@@ -8,6 +8,7 @@ use std::{
     time::Instant,
 };
 
+use arrayvec::ArrayVec;
 use memmap2::Mmap;
 use shakmaty::{Color, Role};
 
@@ -257,9 +258,11 @@ impl Store {
         Ok(t.map_or(Values::DRAW, |t| t.values(idx)))
     }
 
-    /// The table and index of a position; no table for bare kings.
-    fn locate(&self, b: &Board) -> Result<(Option<Arc<Table>>, u32), String> {
-        let (mut white, mut black) = (Vec::new(), Vec::new());
+    /// The table and index of a position; no table for bare kings. Called
+    /// for every capture and promotion while generating, so it allocates
+    /// nothing once the table is open.
+    fn locate(&self, b: &Board) -> Result<(Option<&Table>, u32), String> {
+        let (mut white, mut black) = (ArrayVec::<Role, 2>::new(), ArrayVec::<Role, 2>::new());
         for &(c, r, _) in &b.men {
             if r != Role::King {
                 c.fold_wb(&mut white, &mut black).push(r);
@@ -268,10 +271,19 @@ impl Store {
         if white.is_empty() && black.is_empty() {
             return Ok((None, 0));
         }
-        let m = Material::new(white, black);
-        let flip = !m.is_canonical();
-        let m = if flip { m.flipped() } else { m };
-        let t = self.table(&m)?;
+        // As Material::new and Material::is_canonical: strongest first; the
+        // side with more, then stronger, pieces is White.
+        white.sort_unstable_by(|a, b| b.cmp(a));
+        black.sort_unstable_by(|a, b| b.cmp(a));
+        let flip = (white.len(), &white[..]) < (black.len(), &black[..]);
+        let (w, bl) = if flip { (&black, &white) } else { (&white, &black) };
+        let slot = |v: &ArrayVec<Role, 2>, i: usize| v.get(i).map_or(0, |&r| r as usize);
+        let id = ((slot(w, 0) * 7 + slot(w, 1)) * 7 + slot(bl, 0)) * 7 + slot(bl, 1);
+        let t = match self.tables[id].get_or_init(|| self.open_or_generate(&Material::new(w.to_vec(), bl.to_vec()))) {
+            Ok(t) => t.as_ref(),
+            Err(e) => return Err(e.clone()),
+        };
+        debug_assert_eq!(t.material.id(), id);
         let pos = pos_in(&t.layout, b, flip);
         let idx = t.layout.index(&pos);
         Ok((Some(t), idx))
