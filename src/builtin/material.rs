@@ -81,6 +81,41 @@ impl Material {
             + slot(&self.black, 1)
     }
 
+    /// Every canonical material a position of this one can convert into by
+    /// captures and promotions (any number of them), bare kings excluded,
+    /// in generation order: a table comes after those it depends on.
+    pub fn dependencies(&self) -> Vec<Material> {
+        let mut found: Vec<Material> = Vec::new();
+        let mut todo = vec![self.canonical()];
+        while let Some(m) = todo.pop() {
+            let mut next = Vec::new();
+            for white_side in [true, false] {
+                let (own, other) = if white_side { (&m.white, &m.black) } else { (&m.black, &m.white) };
+                for i in 0..own.len() {
+                    let mut fewer = own.clone();
+                    let role = fewer.remove(i);
+                    next.push((fewer.clone(), other.clone(), white_side));
+                    if role == Role::Pawn {
+                        for promoted in [Role::Queen, Role::Rook, Role::Bishop, Role::Knight] {
+                            let mut more = fewer.clone();
+                            more.push(promoted);
+                            next.push((more, other.clone(), white_side));
+                        }
+                    }
+                }
+            }
+            for (own, other, white_side) in next {
+                let d = if white_side { Material::new(own, other) } else { Material::new(other, own) }.canonical();
+                if d.pieces() > 2 && !found.contains(&d) {
+                    found.push(d.clone());
+                    todo.push(d);
+                }
+            }
+        }
+        found.sort_by_key(|m| (m.pieces(), m.pawns()));
+        found
+    }
+
     /// The men of a table in index order: white king, black king, then White's
     /// pieces, then Black's.
     pub fn men(&self) -> Vec<(Color, Role)> {
@@ -148,5 +183,19 @@ mod tests {
         assert!(!all.iter().any(|m| m.name() == "KRvKQ"));
         assert_eq!(Material::parse("KRvKQ").unwrap().canonical().name(), "KQvKR");
         assert_eq!(Material::parse("KBNvK").unwrap().name(), "KBNvK");
+    }
+
+    #[test]
+    fn dependencies_follow_captures_and_promotions() {
+        let names = |m: &str| Material::parse(m).unwrap().dependencies().iter().map(Material::name).collect::<Vec<_>>();
+        assert!(names("KQvK").is_empty());
+        assert_eq!(names("KRvKB"), ["KBvK", "KRvK"]);
+        let kppk = names("KPPvK");
+        // Every 3-piece table but none with a black piece left or more pieces.
+        assert!(kppk.contains(&"KPvK".to_string()) && kppk.contains(&"KQQvK".to_string()) && kppk.contains(&"KQPvK".to_string()));
+        assert!(!kppk.contains(&"KPPvK".to_string()) && !kppk.contains(&"KQvKR".to_string()));
+        // Generation order: fewer pieces, then fewer pawns, first.
+        let order: Vec<_> = Material::parse("KPvKP").unwrap().dependencies().iter().map(|m| (m.pieces(), m.pawns())).collect();
+        assert!(order.windows(2).all(|w| w[0] <= w[1]));
     }
 }

@@ -203,6 +203,13 @@ impl Store {
         if !self.generate_missing {
             return Err(format!("built-in table {} not generated", material.name()));
         }
+        // Open or generate what this table converts into first, those of
+        // one stage in parallel, rather than one by one as lookups need them.
+        let deps = material.dependencies();
+        for stage in deps.chunk_by(|a, b| (a.pieces(), a.pawns()) == (b.pieces(), b.pawns())) {
+            use rayon::prelude::*;
+            stage.par_iter().for_each(|d| drop(self.table(d)));
+        }
         let start = Instant::now();
         let g = generate(&layout, &|b: &Board| self.lookup(b), self.with_dtm50)?;
         let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
