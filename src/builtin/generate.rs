@@ -226,7 +226,8 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
 /// non-pawn piece of the side that just moved steps back to an empty square)
 /// and its index. `r` must be canonical (decoded from its index). The
 /// predecessor has the other side to move. It may be illegal (the side to
-/// move in `r` in check): callers test that last, as it is the costly part.
+/// move in `r` in check): then its index is that of no legal position, which
+/// callers recognise by the value stored there.
 pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4], usize)) {
     let mover = !r.turn;
     let occ = l.occupied(&r.sq);
