@@ -4,7 +4,10 @@
 use std::{
     fs,
     path::{Path, PathBuf},
-    sync::{Arc, OnceLock},
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicU64, Ordering},
+    },
     time::Instant,
 };
 
@@ -218,11 +221,7 @@ impl Store {
         let secs = start.elapsed().as_secs_f64();
         let path = self.path_of(material);
         let written = fs::create_dir_all(&self.dir)
-            .and_then(|_| {
-                let tmp = path.with_extension(format!("{}.tmp{}", format::EXTENSION, std::process::id()));
-                fs::write(&tmp, &bytes)?;
-                fs::rename(&tmp, &path)
-            })
+            .and_then(|_| write_by_rename(&path, &bytes))
             .map_err(|e| e.to_string())
             .and_then(|_| self.open(material, &layout))
             .and_then(|t| t.ok_or_else(|| "vanished after writing".to_string()));
@@ -396,6 +395,19 @@ impl Store {
     }
 }
 
+/// Writes a file that readers only ever see whole: to a temporary name no
+/// other writer uses (in this process or another), then renamed into place.
+/// Two stores on one directory may generate the same table at once; with a
+/// shared temporary file one could rename it while the other still writes it,
+/// and a mapping of it would fault past its end.
+fn write_by_rename(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static WRITES: AtomicU64 = AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, Ordering::Relaxed);
+    let tmp = path.with_extension(format!("{}.tmp{}.{n}", format::EXTENSION, std::process::id()));
+    fs::write(&tmp, bytes)?;
+    fs::rename(&tmp, path).inspect_err(|_| drop(fs::remove_file(&tmp)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -427,6 +439,47 @@ mod tests {
         let s = Store::new(&dir, false);
         let mate_in_one = super::super::value::win(1);
         assert_eq!(s.lookup(&b).unwrap(), Values { dtz: mate_in_one, dtm: mate_in_one, dtm50: mate_in_one });
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn stores_sharing_a_directory_never_leave_a_partial_file() {
+        // Several stores on one directory (tests in one process, or replicas
+        // on one volume) generating the same tables at once.
+        let dir = std::env::temp_dir().join(format!("tbserver-store-race-{}", std::process::id()));
+        let kpk = Material::parse("KPvK").unwrap();
+        for _ in 0..3 {
+            let _ = fs::remove_dir_all(&dir);
+            let stores: Vec<Store> = (0..4).map(|_| Store::new(&dir, true)).collect();
+            std::thread::scope(|scope| {
+                for store in &stores {
+                    scope.spawn(|| store.table(&kpk).expect("every store gets a valid table"));
+                }
+            });
+            let reader = Store::new(&dir, false);
+            let mut files = 0;
+            for entry in fs::read_dir(&dir).unwrap() {
+                let name = entry.unwrap().file_name().into_string().unwrap();
+                assert!(!name.contains(".tmp"), "left behind: {name}");
+                let material = Material::parse(name.trim_end_matches(&format!(".{}", format::EXTENSION))).unwrap();
+                reader.table(&material).unwrap_or_else(|e| panic!("{name}: {e}"));
+                files += 1;
+            }
+            assert!(files >= 5, "KPvK and the tables it converts into: {files}");
+        }
+        // Large files widen the window in which writers overlap.
+        let path = dir.join(format!("KQvK.{}", format::EXTENSION));
+        for _ in 0..3 {
+            std::thread::scope(|scope| {
+                for fill in 1..=4u8 {
+                    let path = &path;
+                    scope.spawn(move || write_by_rename(path, &vec![fill; 32 << 20]).unwrap());
+                }
+            });
+            let bytes = fs::read(&path).unwrap();
+            assert_eq!(bytes.len(), 32 << 20);
+            assert!(bytes.iter().all(|&b| b == bytes[0]), "one writer's file, whole");
+        }
         let _ = fs::remove_dir_all(&dir);
     }
 
