@@ -249,6 +249,51 @@ fn search_against_dtm50(tables: &Tablebases, hidden: &(dyn Oracle + Sync), label
     assert!(t.exact > 0 && t.draws > 0);
 }
 
+/// Exactness on short mates: at clock 0, where the 50-move rule cannot
+/// touch a mate this near, the search sees only WDL and DTZ (Syzygy) and must
+/// still prove the exact distance that the built-in tables hold, by searching
+/// one ply deeper than the mate.
+#[test]
+fn search_proves_short_mates_exactly() {
+    let Some(config) = config(true) else { return };
+    let tables = tbserver::app::open_tablebases(&config);
+    let builtin = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin))]);
+    let wdl_dtz_only = WithoutDtm(&tables);
+    const MAX_PLIES: i32 = 9;
+    let materials: Vec<String> = all_materials(4).iter().map(|m| m.name()).collect();
+    let mut rng = Rng(0x5407_3a7e);
+    let (mut tried, mut short, mut by_pieces) = (0, 0, [0usize; 5]);
+    while short < 150 && tried < 200_000 {
+        let p = random_position(&mut rng, &materials[tried % materials.len()], 0);
+        tried += 1;
+        if p.is_game_over() {
+            continue;
+        }
+        let dtm = builtin.dtm_plies(&p).expect("built-in tables cover 4 pieces").map(|s| s.value).unwrap();
+        if dtm == 0 || dtm.abs() > MAX_PLIES {
+            continue;
+        }
+        short += 1;
+        by_pieces[p.board().occupied().count()] += 1;
+        let limits = Limits { depth: Some(dtm.unsigned_abs() + 1), movetime: Some(Duration::from_secs(20)), ..Default::default() };
+        let cancel = Arc::new(AtomicBool::new(false));
+        let r = analyse(&p, &wdl_dtz_only, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
+        match r.score {
+            Score::Mate { mate_in_plies, bound: ScoreBound::Exact, .. } => {
+                assert_eq!(mate_in_plies, dtm, "{}: {r:?}", fen(&p))
+            }
+            _ => panic!("{}: DTM {dtm}, search {:?} after depth {} ({:?})", fen(&p), r.score, r.depth, r.stop),
+        }
+    }
+    report!(
+        "exact short mates (|DTM| <= {MAX_PLIES} plies, clock 0, WDL and DTZ only): {short} of {short} \
+         ({} with 3 pieces, {} with 4), from {tried} random positions",
+        by_pieces[3],
+        by_pieces[4]
+    );
+    assert!(short >= 150 && by_pieces[4] >= 100);
+}
+
 /// The oracle the search reads: Tablebases answers DTM50 at the clock the
 /// search asks for, not only the position's own.
 #[test]

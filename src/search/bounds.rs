@@ -2,7 +2,8 @@
 //! probe"): how many plies a tablebase win can need at most before mate, under
 //! the 50-move rule, given only a WDL or DTZ value and the material.
 
-use std::collections::HashMap;
+// Fx hashing: these maps are read at every table node of the search.
+use rustc_hash::FxHashMap as HashMap;
 use std::sync::OnceLock;
 
 use serde::Serialize;
@@ -125,7 +126,7 @@ pub fn max_sub_mate_plies(material: MaterialKey, pawn_moves: u32) -> u32 {
     // and then only read: no lock on the search's hot path.
     static PRECOMPUTED: OnceLock<HashMap<(MaterialKey, u32), u32>> = OnceLock::new();
     let pre = PRECOMPUTED.get_or_init(|| {
-        let mut map = HashMap::new();
+        let mut map = HashMap::default();
         for &m in max_dtz_table().keys() {
             for pm in 0..=5 * u32::from(m.pawns()) {
                 sub_mate(m, pm, &mut map);
@@ -137,7 +138,7 @@ pub fn max_sub_mate_plies(material: MaterialKey, pawn_moves: u32) -> u32 {
     match pre.get(&(material.normalized(), pm)) {
         Some(&v) => v,
         // Beyond the figures (more pieces): every class counts 100, still sound.
-        None => sub_mate(material, pm, &mut HashMap::new()),
+        None => sub_mate(material, pm, &mut HashMap::default()),
     }
 }
 
@@ -291,6 +292,20 @@ pub fn mate_bound(
     if pos.is_stalemate() || pos.is_insufficient_material() {
         return Err(NoBound::Draw);
     }
+    live_mate_bound(pos, clock_plies, wdl, dtz, dtm_plies)
+}
+
+/// [`mate_bound`] for a position the caller already knows to be playable:
+/// it has a legal move and mating material. The search calls this at every
+/// table node, where the terminal checks (two more move generations) would
+/// cost more than the bound itself.
+pub(crate) fn live_mate_bound(
+    pos: &Chess,
+    clock_plies: u32,
+    wdl: Option<Wdl>,
+    dtz: Option<MaybeRounded<Dtz>>,
+    dtm_plies: Option<i32>,
+) -> Result<MateBound, NoBound> {
     let wdl = match (wdl, dtz) {
         (Some(w), _) => w,
         (None, Some(d)) => Wdl::from_dtz_after_zeroing(d),

