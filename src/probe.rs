@@ -211,7 +211,13 @@ fn set_mate_bound(info: &mut PositionInfo, pos: &Chess) {
         }
     });
     let bound = from_table.unwrap_or_else(|| {
-        search::mate_bound(pos, pos.halfmoves(), info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies))
+        let (wdl, dtz, dtm) = (info.wdl(), dtz_of(info), info.dtm.map(|d| d.plies));
+        if info.checkmate || info.stalemate || info.insufficient_material {
+            search::mate_bound(pos, pos.halfmoves(), wdl, dtz, dtm)
+        } else {
+            // The legal moves were generated above: no second terminal test.
+            search::bounds::live_mate_bound(pos, pos.halfmoves(), wdl, dtz, dtm)
+        }
     });
     match bound {
         Ok(bound) => info.mate_bound = Some(bound),
