@@ -31,7 +31,8 @@ pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
         // Tables hold positions with checks no legal game reaches (e.g. two
         // aligned sliders); they are still well defined, so answer them.
         .or_else(|err| err.ignore_impossible_check())
-        .map_err(|err| ApiError::IllegalPosition(err.to_string()))?;
+        // shakmaty's text starts with "illegal position: " already.
+        .map_err(|err| ApiError::IllegalPosition(err.to_string().trim_start_matches("illegal position: ").to_owned()))?;
     if pos.castles().any() {
         return Err(ApiError::CastlingRights);
     }

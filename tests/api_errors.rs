@@ -24,7 +24,10 @@ fn every_error_code_has_its_status() {
     check(server.get("/api/v1/probe"), 400, "missing_parameter");
     check(server.get("/api/v1/probe?fen=banana"), 400, "invalid_fen");
     check(server.get(&format!("/api/v1/probe?fen={}", "8".repeat(300))), 400, "invalid_fen");
-    check(server.get(&format!("/api/v1/probe?fen={}", enc("4k3/8/8/8/8/8/8/4R2K w - - 0 1"))), 422, "illegal_position");
+    let illegal = server.get(&format!("/api/v1/probe?fen={}", enc("4k3/8/8/8/8/8/8/4R2K w - - 0 1")));
+    let message = illegal.1["error"]["message"].as_str().unwrap_or_default().to_owned();
+    assert!(message.starts_with("illegal position: ") && message.matches("illegal position").count() == 1, "{message}");
+    check(illegal, 422, "illegal_position");
     check(server.get(&format!("/api/v1/probe?fen={}", enc("4k3/8/8/8/8/8/8/4K2R w K - 0 1"))), 422, "castling_rights");
     check(server.get(&format!("/api/v1/probe?fen={}", enc("4k3/pppp4/8/8/8/8/PPPP4/4K3 w - - 0 1"))), 422, "too_many_pieces");
     // KQQvKQ is not among the shared 5-piece tables.

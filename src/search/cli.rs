@@ -57,7 +57,7 @@ pub fn run_analyse_cli(
         .parse::<Fen>()
         .map_err(|e| format!("bad FEN: {e}"))?
         .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("illegal position: {e}"))?;
+        .map_err(|e| e.to_string())?; // "illegal position: ..." 
     let limits = Limits {
         movetime: Some(Duration::from_millis(movetime_ms.unwrap_or(5_000))),
         nodes: None,
