@@ -27,7 +27,8 @@ fn pos(fen: &str) -> Chess {
     fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
 }
 
-/// 5-piece table positions (every node probes).
+/// 5-piece table positions: every node is a table position, probed as the
+/// search's policy says (all but quiet horizon nodes).
 const NPS_POSITIONS: &[&str] = &[
     "8/8/4k3/8/2R5/3P4/5r2/4K3 w - - 0 1",    // KRPvKR
     "8/2k5/8/3r4/8/1B6/8/R3K3 w - - 0 1",     // KRBvKR
