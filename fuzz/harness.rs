@@ -79,7 +79,7 @@ impl Pipeline {
         config.builtin.mode = BuiltinMode::Off;
         config.search.max_movetime_ms = 5;
         config.search.default_movetime_ms = 5;
-        let tablebases = std::sync::Arc::new(tbserver::app::open_tablebases(&config));
+        let tablebases = std::sync::Arc::new(tbserver::app::open_for_server(&config));
         let router = tbserver::http::router(Shared::new(tablebases, config));
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
         Pipeline { router, runtime }

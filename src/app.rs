@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crate::{
+    builtin::Waiting,
     config::BuiltinMode,
     config::Config,
     domain::Source,
@@ -11,11 +12,23 @@ use crate::{
 };
 
 /// Opens every configured source, in priority order: Syzygy, Gaviota,
-/// built-in tables.
+/// built-in tables. A probe that needs a built-in table not generated yet
+/// waits for it: for tools and tests; the server uses [`open_for_server`].
 pub fn open_tablebases(config: &Config) -> Tablebases {
+    open_with(config, Waiting::Block)
+}
+
+/// As [`open_tablebases`], but a probe never waits for a built-in table: it
+/// answers with what the other sources give and says what is pending, while
+/// the table is generated in the background.
+pub fn open_for_server(config: &Config) -> Tablebases {
+    open_with(config, Waiting::Never)
+}
+
+fn open_with(config: &Config, waiting: Waiting) -> Tablebases {
     let mut sources = file_sources(config, false);
     if config.builtin.mode != BuiltinMode::Off {
-        sources.push(Arc::new(BuiltinSource::new(&config.builtin)));
+        sources.push(Arc::new(BuiltinSource::new(&config.builtin, waiting)));
     }
     Tablebases::new(sources)
 }

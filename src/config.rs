@@ -45,6 +45,12 @@ pub struct BuiltinConfig {
     /// Generate exact DTM50 as well (about 60% of the disk space and 40% of
     /// the generation time). Without it DTM50 comes from search alone.
     pub dtm50: bool,
+    /// How long a request that only built-in tables can answer waits for
+    /// them to be generated before it answers 503 `generating` (with the
+    /// progress and `Retry-After`). Requests that another source answers
+    /// never wait: they are served at once, with the missing values listed
+    /// as `pending`.
+    pub wait_ms: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -141,7 +147,7 @@ impl Default for Config {
 
 impl Default for BuiltinConfig {
     fn default() -> BuiltinConfig {
-        BuiltinConfig { mode: BuiltinMode::Lazy, dir: PathBuf::from("tbcache"), dtm50: true }
+        BuiltinConfig { mode: BuiltinMode::Lazy, dir: PathBuf::from("tbcache"), dtm50: true, wait_ms: 2000 }
     }
 }
 

@@ -8,6 +8,16 @@
 use serde::Serialize;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
+/// A value of an answer, named as its field there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Field {
+    Wdl50,
+    Dtz50,
+    Dtm,
+    Dtm50,
+}
+
 /// Where a value came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::sources::TableError;
+use crate::{builtin::schedule::Progress, sources::TableError};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
@@ -22,6 +22,12 @@ pub enum ApiError {
     MissingTable { material: String, missing: String },
     #[error("{0}")]
     Table(TableError),
+    /// Only built-in tables could answer, and they are being generated.
+    #[error(
+        "the built-in tables for {} are being generated ({} of {} ready, about {:.0} s left); retry shortly",
+        .0.material, .0.tables_ready, .0.tables_needed, .0.estimated_remaining_s
+    )]
+    Generating(Box<Progress>),
     #[error("batch of {size} positions is larger than the limit of {max}")]
     BatchTooLarge { size: usize, max: usize },
     #[error("invalid request body: {0}")]
@@ -61,6 +67,7 @@ impl ApiError {
             ApiError::TooManyPieces { .. } => "too_many_pieces",
             ApiError::MissingTable { .. } => "missing_table",
             ApiError::Table(_) => "table_error",
+            ApiError::Generating(_) => "generating",
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
@@ -90,7 +97,11 @@ impl ApiError {
             ApiError::QueryTooLong { .. } => 414,
             ApiError::MethodNotAllowed => 405,
             ApiError::RateLimited { .. } => 429,
-            ApiError::Table(_) | ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => 503,
+            ApiError::Table(_)
+            | ApiError::Generating(_)
+            | ApiError::Busy
+            | ApiError::ProbesBusy
+            | ApiError::Timeout { .. } => 503,
             ApiError::Internal => 500,
             ApiError::Rejected { status, .. } => *status,
         }
@@ -101,12 +112,14 @@ impl ApiError {
         match self {
             ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => Some(1),
             ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),
+            // Soon enough to show progress, never a busy loop.
+            ApiError::Generating(p) => Some((p.estimated_remaining_s.ceil() as u64).clamp(1, 5)),
             _ => None,
         }
     }
 
     /// One error of each kind (for documentation: the list of codes).
-    pub fn examples() -> [ApiError; 12] {
+    pub fn examples() -> [ApiError; 13] {
         let s = String::new;
         [
             ApiError::MissingParameter("fen"),
@@ -117,6 +130,7 @@ impl ApiError {
             ApiError::TooManyPieces { pieces: 0, max: 0 },
             ApiError::MissingTable { material: s(), missing: s() },
             ApiError::Table(TableError { table: s(), reason: s() }),
+            ApiError::Generating(Box::new(Progress::ready(s()))),
             ApiError::BatchTooLarge { size: 0, max: 0 },
             ApiError::InvalidBody(s()),
             ApiError::NotFound,
@@ -131,6 +145,10 @@ impl ApiError {
                 message: self.to_string(),
                 table: match self {
                     ApiError::Table(e) => Some(e.table.clone()),
+                    _ => None,
+                },
+                generating: match self {
+                    ApiError::Generating(p) => Some(p.as_ref().clone()),
                     _ => None,
                 },
             },
@@ -152,6 +170,9 @@ pub struct ErrorDetail {
     /// The table at fault, for `table_error`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
+    /// For `generating`: which built-in tables are being generated and how far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub generating: Option<Progress>,
 }
 
 /// The `code` field's schema: a string, with every code and its status

@@ -171,7 +171,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         };
     }
     init_logging(config.log_format);
-    let tablebases = Arc::new(app::open_tablebases(&config));
+    let tablebases = Arc::new(app::open_for_server(&config));
     let state = http::Shared::new(tablebases, config);
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(http::serve(state)).map_err(|e| e.to_string())

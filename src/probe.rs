@@ -8,12 +8,12 @@ use shakmaty::{Chess, Color, Move, Position, Role, san::SanPlus, uci::UciMove};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
-    domain::{Category, Dtm, Dtm50, Dtz50, Source, Sourced, wdl50_value},
+    domain::{Category, Dtm, Dtm50, Dtz50, Field, Source, Sourced, wdl50_value},
     error::ApiError,
     material,
     request::normalized_fen,
     search::{self, Derivation, MateBound, MateSide, NoBound},
-    sources::TableError,
+    sources::{ProbeResult, TableError, Unanswered},
     tablebase::Tablebases,
 };
 
@@ -51,6 +51,13 @@ pub struct PositionInfo {
     /// A table needed for this position is broken.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub table_error: Option<TableError>,
+    /// Values not known yet because the built-in tables that hold them are
+    /// being generated: ask again later. Absent when nothing is pending.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Field>,
+    /// The material whose built-in tables are being generated.
+    #[serde(skip)]
+    pub generating: Option<String>,
 }
 
 impl PositionInfo {
@@ -67,6 +74,28 @@ impl PositionInfo {
     /// Whether anything is known beyond the rules.
     pub fn is_known(&self) -> bool {
         self.category != Category::Unknown
+    }
+
+    /// Takes a probe's value, or notes why there is none: a broken table
+    /// (the first one is kept) or a table still being generated.
+    fn take<T>(&mut self, field: Field, result: ProbeResult<Sourced<T>>) -> Option<Sourced<T>> {
+        match result {
+            Ok(found) => found,
+            Err(Unanswered::Broken(err)) => {
+                self.table_error.get_or_insert(err);
+                None
+            }
+            Err(Unanswered::Generating { material }) => {
+                self.pending.push(field);
+                self.generating.get_or_insert(material);
+                None
+            }
+        }
+    }
+
+    /// Nothing is known yet, but will be once built-in tables are generated.
+    pub fn is_generating(&self) -> bool {
+        !self.is_known() && !self.pending.is_empty()
     }
 }
 
@@ -101,6 +130,13 @@ pub struct ProbeAnswer {
     pub moves: Vec<MoveInfo>,
 }
 
+impl ProbeAnswer {
+    /// No value of the position or of any move is pending.
+    pub fn is_complete(&self) -> bool {
+        self.info.pending.is_empty() && self.moves.iter().all(|m| m.after.pending.is_empty())
+    }
+}
+
 /// Values of `pos`, whose half-move clock is `pos.halfmoves()`.
 pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     let mut info = PositionInfo {
@@ -116,6 +152,8 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         insufficient_material: pos.is_insufficient_material(),
         sources: Sources::default(),
         table_error: None,
+        pending: Vec::new(),
+        generating: None,
     };
     let legal = pos.legal_moves();
     if legal.is_empty() {
@@ -144,55 +182,33 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     }
 
     let clock = pos.halfmoves();
-    match tb.dtz(pos) {
-        Ok(Some(Sourced { value: dtz, source })) => {
-            let wdl = Wdl::from_dtz_after_zeroing(dtz);
-            let dtz50 = Dtz50::from_syzygy(dtz);
-            info.wdl50 = Some(wdl50_value(wdl));
-            info.dtz50 = Some(dtz50);
-            info.sources.wdl50 = Some(source);
-            info.sources.dtz50 = Some(source);
-            info.category = Category::at_clock(wdl, dtz50, clock);
-        }
-        Ok(None) => {}
-        Err(err) => info.table_error = Some(err),
+    if let Some(Sourced { value: dtz, source }) = info.take(Field::Dtz50, tb.dtz(pos)) {
+        let wdl = Wdl::from_dtz_after_zeroing(dtz);
+        let dtz50 = Dtz50::from_syzygy(dtz);
+        info.wdl50 = Some(wdl50_value(wdl));
+        info.dtz50 = Some(dtz50);
+        info.sources.wdl50 = Some(source);
+        info.sources.dtz50 = Some(source);
+        info.category = Category::at_clock(wdl, dtz50, clock);
     }
-    if info.wdl50.is_none() {
-        match tb.wdl(pos) {
-            Ok(Some(Sourced { value: wdl, source })) => {
-                info.wdl50 = Some(wdl50_value(wdl));
-                info.sources.wdl50 = Some(source);
-                // Without DTZ the clock can only be ignored when it is 0 or
-                // the position is drawn anyway.
-                if clock == 0 || wdl == Wdl::Draw {
-                    info.category = Category::from_wdl(wdl);
-                }
-            }
-            Ok(None) => {}
-            Err(err) => {
-                info.table_error.get_or_insert(err);
-            }
+    if info.wdl50.is_none()
+        && let Some(Sourced { value: wdl, source }) = info.take(Field::Wdl50, tb.wdl(pos))
+    {
+        info.wdl50 = Some(wdl50_value(wdl));
+        info.sources.wdl50 = Some(source);
+        // Without DTZ the clock can only be ignored when it is 0 or
+        // the position is drawn anyway.
+        if clock == 0 || wdl == Wdl::Draw {
+            info.category = Category::from_wdl(wdl);
         }
     }
-    match tb.dtm_plies(pos) {
-        Ok(Some(Sourced { value, source })) => {
-            info.dtm = Some(Dtm::from_plies(value));
-            info.sources.dtm = Some(source);
-        }
-        Ok(None) => {}
-        Err(err) => {
-            info.table_error.get_or_insert(err);
-        }
+    if let Some(Sourced { value, source }) = info.take(Field::Dtm, tb.dtm_plies(pos)) {
+        info.dtm = Some(Dtm::from_plies(value));
+        info.sources.dtm = Some(source);
     }
-    match tb.dtm50_plies(pos) {
-        Ok(Some(Sourced { value, source })) => {
-            info.dtm50 = Some(Dtm50::new(value, false, clock));
-            info.sources.dtm50 = Some(source);
-        }
-        Ok(None) => {}
-        Err(err) => {
-            info.table_error.get_or_insert(err);
-        }
+    if let Some(Sourced { value, source }) = info.take(Field::Dtm50, tb.dtm50_plies(pos)) {
+        info.dtm50 = Some(Dtm50::new(value, false, clock));
+        info.sources.dtm50 = Some(source);
     }
     set_mate_bound(&mut info, pos);
     info
@@ -267,6 +283,9 @@ pub enum MoveOrder {
 pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnswer, ApiError> {
     check_coverage(tb, pos)?;
     let info = position_info(tb, pos);
+    if info.is_generating() {
+        return Err(generating(tb, pos, &info));
+    }
     if let Some(err) = &info.table_error
         && !info.is_known()
     {
@@ -288,6 +307,14 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
         info,
         moves,
     })
+}
+
+/// The error for a position nothing can answer until built-in tables are
+/// generated, with how far they are.
+pub fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError {
+    let material = info.generating.clone().unwrap_or_else(|| material::normalized(pos.board()));
+    let progress = tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
+    ApiError::Generating(Box::new(progress))
 }
 
 fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
@@ -428,6 +455,10 @@ pub struct Mainline {
     /// `w`, `b`, or null for a draw.
     pub winner: Option<char>,
     pub end: MainlineEnd,
+    /// Values not known yet on this line or its alternatives (built-in
+    /// tables being generated): the line may change once they are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pending: Vec<Field>,
 }
 
 /// Longest line tbserver follows; far above any real table's DTZ sum.
@@ -447,10 +478,16 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
         mainline: Vec::new(),
         winner: None,
         end: MainlineEnd::Draw,
+        pending: Vec::new(),
     };
     let mut pos = pos.clone();
     let mut answer = first;
     loop {
+        for field in answer.info.pending.iter().chain(answer.moves.iter().flat_map(|m| &m.after.pending)) {
+            if !line.pending.contains(field) {
+                line.pending.push(*field);
+            }
+        }
         let info = &answer.info;
         if info.checkmate {
             line.end = MainlineEnd::Checkmate;

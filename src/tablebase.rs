@@ -3,7 +3,9 @@
 //! Sources are asked in priority order (Syzygy, Gaviota, built-in); the first
 //! that covers a position answers. A broken table does not stop the search for
 //! an answer: the next source is asked, and the error is returned only when no
-//! source could answer.
+//! source could answer. A built-in table still being generated is the same:
+//! another source may answer at once, otherwise the caller learns that the
+//! value is pending.
 
 use std::sync::Arc;
 
@@ -13,7 +15,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 use crate::{
     domain::{Source, Sourced},
     search::Oracle,
-    sources::{ProbeResult, TableError, TableInfo, TableSource},
+    sources::{ProbeResult, TableInfo, TableSource, Unanswered},
     telemetry::{ProbeCounts, ProbeMetric},
 };
 
@@ -63,7 +65,7 @@ impl Tablebases {
         pos: &Chess,
         probe: impl Fn(&dyn TableSource) -> ProbeResult<T>,
     ) -> ProbeResult<Sourced<T>> {
-        let mut error: Option<TableError> = None;
+        let mut error: Option<Unanswered> = None;
         for source in &self.sources {
             match probe(source.as_ref()) {
                 Ok(Some(value)) => {
@@ -96,6 +98,24 @@ impl Tablebases {
     /// Signed plies to mate under the 50-move rule at the position's clock.
     pub fn dtm50_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
         self.first(ProbeMetric::Dtm50, pos, |s| s.probe_dtm50_plies(pos))
+    }
+
+    /// How far the built-in tables of `material` (e.g. `KPPvK`) are from
+    /// ready; `None` when none is pending.
+    pub fn progress(&self, material: &str) -> Option<crate::builtin::schedule::Progress> {
+        self.sources.iter().find_map(|s| s.progress(material))
+    }
+
+    /// Changes whenever a built-in table is ready; `None` without built-in tables.
+    pub fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.sources.iter().find_map(|s| s.generated())
+    }
+
+    /// Stops background generation (shutdown).
+    pub fn shutdown(&self) {
+        for s in &self.sources {
+            s.shutdown();
+        }
     }
 
     /// Whether some source could in principle hold this position.

@@ -257,7 +257,7 @@ fn search_against_dtm50(tables: &Tablebases, hidden: &(dyn Oracle + Sync), label
 fn search_proves_short_mates_exactly() {
     let Some(config) = config(true) else { return };
     let tables = tbserver::app::open_tablebases(&config);
-    let builtin = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin))]);
+    let builtin = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin, tbserver::builtin::Waiting::Block))]);
     let wdl_dtz_only = WithoutDtm(&tables);
     const MAX_PLIES: i32 = 9;
     let materials: Vec<String> = all_materials(4).iter().map(|m| m.name()).collect();
@@ -299,7 +299,7 @@ fn search_proves_short_mates_exactly() {
 #[test]
 fn oracle_answers_at_any_clock() {
     let Some(config) = config(false) else { return };
-    let tables = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin))]);
+    let tables = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin, tbserver::builtin::Waiting::Block))]);
     // KBNvK, mate in 59 plies: drawn once the clock leaves fewer than 59.
     let p: Chess = Fen::from_ascii(b"8/8/8/8/8/2k5/8/KBN5 w - - 0 1").unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
     assert_eq!(Oracle::dtm50_plies(&tables, &p, 0), Some(59));

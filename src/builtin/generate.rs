@@ -11,6 +11,8 @@
 //! values: DTZ restarts the count at each zeroing move, DTM keeps counting.
 //! DTM50 adds the half-move clock to the game; see [`super::dtm50`].
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
@@ -276,7 +278,8 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// Generates the table laid out by `l`; `lookup` answers for other tables
 /// (their DTM50 is only read `with_dtm50`). Within a layer the exit pass runs
 /// in parallel, and DTZ50'' is solved beside DTM and DTM50 (which needs DTM).
-pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generated, String> {
+/// Setting `cancel` stops the generation at the next layer with an error.
+pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
     use rayon::prelude::*;
 
     // Legal positions by layer, in index order.
@@ -312,6 +315,9 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool) -> Result<Generat
     let mut scratch = dtm50::Scratch::new(if with_dtm50 { l.size } else { 0 });
     let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
+        if cancel.load(Ordering::Relaxed) {
+            return Err("generation cancelled".into());
+        }
         // Later layers are solved: read them while this one is filled in.
         let exits: Vec<Exits> = {
             let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50.at_zero);

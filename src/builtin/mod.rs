@@ -7,22 +7,22 @@
 //! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
 //! - [`format`]: the file format;
-//! - [`store`]: opening (mmap) or generating tables on demand.
+//! - [`store`]: opening (mmap) or generating tables on demand;
+//! - [`schedule`]: which table is generated next, and how far along they are.
 
 pub mod dtm50;
 pub mod format;
 pub mod generate;
 pub mod index;
 pub mod material;
+pub mod schedule;
 pub mod store;
 pub mod value;
 
 use std::{path::Path, time::Instant};
 
-use rayon::prelude::*;
-
 pub use material::{Material, all_materials};
-pub use store::{Store, Table};
+pub use store::{Store, Table, Unavailable, Waiting};
 
 #[derive(Debug, thiserror::Error)]
 #[error("built-in tables: {0}")]
@@ -43,8 +43,8 @@ pub struct Summary {
 }
 
 /// Opens or generates every table of 3..=`max_pieces` pieces in `out_dir`,
-/// in dependency order, tables of one stage in parallel. `progress` is called
-/// after each table.
+/// in dependency order, two at a time. `progress` is called after each
+/// table, in generation order.
 /// `with_dtm50`: also DTM50 (see [`Store::without_dtm50`]).
 pub fn generate_all(
     max_pieces: usize,
@@ -61,16 +61,12 @@ pub fn generate_all(
 pub fn generate_in(store: &Store, max_pieces: usize, progress: &(dyn Fn(&Table) + Sync)) -> Result<Summary, BuiltinError> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    for stage in material::stages(max_pieces.min(material::MAX_PIECES)) {
-        let tables: Vec<_> = stage
-            .par_iter()
-            .map(|m| {
-                let t = store.table(m).map_err(BuiltinError)?;
-                progress(&t);
-                Ok(t)
-            })
-            .collect::<Result<_, BuiltinError>>()?;
-        for t in tables {
+    let materials = material::all_materials(max_pieces.min(material::MAX_PIECES));
+    store.request_all(&materials);
+    for m in &materials {
+        let t = store.table(m).map_err(BuiltinError)?;
+        progress(&t);
+        {
             summary.tables += 1;
             summary.generated += t.generated_secs.is_some() as usize;
             summary.table_secs += t.generated_secs.unwrap_or(0.0);

@@ -7,7 +7,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{AppState, Endpoint, FenQuery, answer_fen, json_bytes, openapi, to_json};
+use super::{Answer, AppState, Endpoint, FenQuery, answer_fen, json_bytes, openapi, to_json};
 use crate::{
     error::ApiError,
     sources::TableInfo,
@@ -48,6 +48,14 @@ struct BatchResponse {
     results: Vec<BatchItem>,
 }
 
+impl Answer for BatchResponse {
+    /// Never cached; a position whose tables are being generated is an
+    /// error entry (`generating`), not a wait.
+    fn is_complete(&self) -> bool {
+        self.results.iter().all(|r| matches!(r, BatchItem::Answer(a) if a.is_complete()))
+    }
+}
+
 /// The answers for many positions at once.
 #[utoipa::path(
     post, path = "/api/v1/probe", tag = "probe", request_body = BatchRequest,
@@ -71,7 +79,7 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
-            Ok(to_json(&BatchResponse { results }))
+            Ok(BatchResponse { results }.computed())
         })
         .await;
     bytes.map(json_bytes)

@@ -10,7 +10,7 @@ use axum::{
 use serde::Serialize;
 use shakmaty::Role;
 
-use super::{AppState, Endpoint, FenQuery, answer_fen, openapi};
+use super::{Answer, AppState, Endpoint, FenQuery, answer_fen, openapi};
 use crate::{
     domain::Category,
     error::ApiError,
@@ -50,6 +50,15 @@ struct StandardResponse {
     #[serde(flatten)]
     pos: PositionFields,
     moves: Vec<MoveFields>,
+    /// No value is pending (lichess's fields have no room to say which).
+    #[serde(skip)]
+    complete: bool,
+}
+
+impl Answer for StandardResponse {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
 }
 
 fn fields(info: &PositionInfo, category: Category) -> PositionFields {
@@ -141,6 +150,7 @@ fn standard_response(info: &PositionInfo, moves: &mut [MoveInfo]) -> StandardRes
         }
     }
     StandardResponse {
+        complete: info.pending.is_empty() && moves.iter().all(|m| m.after.pending.is_empty()),
         pos: fields(info, own),
         moves: moves
             .iter()
@@ -167,8 +177,12 @@ pub async fn standard(
 ) -> Result<Response, ApiError> {
     answer_fen(&state, query, Endpoint::Standard, |tb, pos| {
         probe::check_coverage(tb, pos)?;
-        // Like lichess, missing tables give `unknown` values, not an error.
+        // Like lichess, missing tables give `unknown` values, not an error;
+        // tables being generated are waited for, up to a point.
         let info = probe::position_info(tb, pos);
+        if info.is_generating() {
+            return Err(probe::generating(tb, pos, &info));
+        }
         let mut moves = probe::move_infos(tb, pos, MoveOrder::ZeroingFirst);
         Ok(standard_response(&info, &mut moves))
     })
@@ -189,6 +203,14 @@ struct MainlineResponse {
     precise_dtz: Option<i32>,
     mainline: Vec<MainlineStepFields>,
     winner: Option<char>,
+    #[serde(skip)]
+    complete: bool,
+}
+
+impl Answer for MainlineResponse {
+    fn is_complete(&self) -> bool {
+        self.complete
+    }
 }
 
 /// The lichess tablebase API's mainline (`/standard/mainline`).
@@ -216,6 +238,7 @@ pub async fn mainline(
                     })
                     .collect(),
                 winner: line.winner,
+                complete: line.pending.is_empty(),
             })
     })
     .await

@@ -128,16 +128,22 @@ impl Shared {
     pub fn begin_shutdown(&self) {
         self.set_ready(false);
         self.searches.stop_all();
+        // Generation is abandoned (nothing half-written is ever used); a
+        // request waiting for it answers 503 `generating` at once.
+        self.tablebases().shutdown();
     }
 
     /// Runs CPU-bound table work off the async threads, at most
     /// `max_concurrent_probes` at once, through the response cache when a
-    /// key is given.
+    /// key is given. Work that only built-in tables being generated could
+    /// answer is tried again each time one is ready, for at most
+    /// `builtin.wait_ms`; meanwhile the request holds no thread and no slot.
+    /// Answers with values still pending are served but never cached.
     async fn compute(
         self: &Arc<Self>,
         endpoint: Endpoint,
         key: Option<String>,
-        work: impl FnOnce(&Shared) -> Result<Bytes, ApiError> + Send + 'static,
+        work: impl Fn(&Shared) -> Result<Computed, ApiError> + Send + Sync + 'static,
     ) -> Result<Bytes, ApiError> {
         let generation = self.generation.load(Ordering::SeqCst);
         let key = key.filter(|_| self.cache.is_some()).map(|k| (generation, endpoint, k));
@@ -150,19 +156,72 @@ impl Shared {
         if key.is_some() {
             self.telemetry.record_cache(false);
         }
+        let work = Arc::new(work);
+        let deadline = tokio::time::Instant::now() + Duration::from_millis(self.config.builtin.wait_ms);
+        // Subscribed before the first try: a table ready during it is not missed.
+        let mut generated = self.tablebases().generated();
+        let computed = loop {
+            let work = Arc::clone(&work);
+            match (self.run_probe(endpoint, move |shared| work(shared)).await, generated.as_mut()) {
+                (Err(ApiError::Generating(progress)), Some(ready)) => {
+                    match tokio::time::timeout_at(deadline, ready.changed()).await {
+                        Ok(Ok(())) => continue,
+                        _ => return Err(ApiError::Generating(progress)),
+                    }
+                }
+                (result, _) => break result?,
+            }
+        };
+        if let (Some(cache), Some(key), true) = (&self.cache, key, computed.complete) {
+            cache.insert(key, computed.bytes.clone());
+        }
+        Ok(computed.bytes)
+    }
+
+    /// One try of `work` on a blocking thread, holding a probe slot.
+    async fn run_probe<T: Send + 'static>(
+        self: &Arc<Self>,
+        endpoint: Endpoint,
+        work: impl FnOnce(&Shared) -> Result<T, ApiError> + Send + 'static,
+    ) -> Result<T, ApiError> {
         let _permit = {
             let _waiting = self.telemetry.probe_waiting();
             self.probe_slot().await?
         };
         let shared = Arc::clone(self);
         let span = tracing::debug_span!("probe", endpoint = ?endpoint);
-        let bytes = tokio::task::spawn_blocking(move || span.in_scope(|| work(&shared)))
+        tokio::task::spawn_blocking(move || span.in_scope(|| work(&shared)))
             .await
-            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))?;
-        if let (Some(cache), Some(key)) = (&self.cache, key) {
-            cache.insert(key, bytes.clone());
-        }
-        Ok(bytes)
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))
+    }
+}
+
+/// A serialized answer, and whether it may be cached.
+pub(crate) struct Computed {
+    bytes: Bytes,
+    /// No value is pending (see [`Answer::is_complete`]).
+    complete: bool,
+}
+
+/// What the endpoints answer: serializable, and complete unless built-in
+/// tables are still being generated for some of its values.
+pub(crate) trait Answer: serde::Serialize {
+    fn is_complete(&self) -> bool;
+
+    fn computed(&self) -> Computed {
+        Computed { bytes: to_json(self), complete: self.is_complete() }
+    }
+}
+
+impl Answer for crate::probe::ProbeAnswer {
+    fn is_complete(&self) -> bool {
+        crate::probe::ProbeAnswer::is_complete(self)
+    }
+}
+
+impl Answer for crate::probe::Mainline {
+    fn is_complete(&self) -> bool {
+        self.pending.is_empty()
     }
 }
 
@@ -334,15 +393,15 @@ pub(crate) fn fen_param(query: Result<Query<FenQuery>, QueryRejection>) -> Resul
 
 /// Answers a `?fen=` request: parses the FEN, then computes the JSON for the
 /// position (or takes it from the cache, keyed by the normalized FEN).
-async fn answer_fen<T: serde::Serialize>(
+async fn answer_fen<T: Answer>(
     state: &AppState,
     query: Result<Query<FenQuery>, QueryRejection>,
     endpoint: Endpoint,
-    work: impl FnOnce(&Tablebases, &Chess) -> Result<T, ApiError> + Send + 'static,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
 ) -> Result<Response, ApiError> {
     let pos = parse_fen(&fen_param(query)?)?;
     let key = normalized_fen(&pos);
-    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(to_json(&work(&shared.tablebases(), &pos)?))).await?;
+    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.computed())).await?;
     Ok(json_bytes(bytes))
 }
 
@@ -351,7 +410,7 @@ fn json_bytes(bytes: Bytes) -> Response {
     ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
 }
 
-fn to_json<T: serde::Serialize>(value: &T) -> Bytes {
+fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Bytes {
     Bytes::from(serde_json::to_vec(value).expect("answers always serialize"))
 }
 
@@ -408,8 +467,10 @@ async fn shutdown_signal(state: AppState) {
         _ = ctrl_c => {},
         _ = terminate => {},
     }
-    tracing::info!("shutting down: stopping searches, finishing requests in flight");
-    state.begin_shutdown();
+    tracing::info!("shutting down: stopping searches and table generation, finishing requests in flight");
+    // It waits a moment for generation jobs to stop: off the async threads.
+    let stopping = Arc::clone(&state);
+    let _ = tokio::task::spawn_blocking(move || stopping.begin_shutdown()).await;
     // Give load balancers a moment; requests already accepted still complete.
     tokio::time::sleep(Duration::from_millis(10)).await;
 }

@@ -42,8 +42,11 @@ pub enum PositionErrors {
     /// `illegal_position`, `castling_rights` or `too_many_pieces`.
     #[response(status = 422)]
     Unprocessable(ErrorBody),
-    /// `table_error`: a table file is broken on the server's side.
-    #[response(status = 503)]
+    /// `table_error`: a table file is broken on the server's side;
+    /// `generating`: only built-in tables can answer, and they are being
+    /// generated (`error.generating` says which and how far; `Retry-After`
+    /// says when to ask again). `busy` and `timeout` as everywhere.
+    #[response(status = 503, headers(("Retry-After" = u64, description = "Seconds to wait before asking again (generating, busy, timeout)")))]
     Unavailable(ErrorBody),
 }
 

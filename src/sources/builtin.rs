@@ -5,9 +5,9 @@ use std::{sync::Arc, time::Instant};
 use shakmaty::Chess;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource};
+use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
 use crate::{
-    builtin::{self, Store, value},
+    builtin::{self, Store, Unavailable, Waiting, schedule::Progress, value},
     config::{BuiltinConfig, BuiltinMode},
     domain::Source,
 };
@@ -16,13 +16,26 @@ pub struct BuiltinSource {
     store: Option<Arc<Store>>,
 }
 
+impl From<Unavailable> for Unanswered {
+    fn from(u: Unavailable) -> Unanswered {
+        match u {
+            Unavailable::Generating(material) => Unanswered::Generating { material },
+            Unavailable::Failed(reason) => Unanswered::Broken(TableError { table: "builtin".into(), reason }),
+        }
+    }
+}
+
 impl BuiltinSource {
-    pub fn new(config: &BuiltinConfig) -> BuiltinSource {
+    /// `waiting`: whether a probe waits for a table being generated
+    /// ([`Waiting::Block`]: tools) or answers without it ([`Waiting::Never`]:
+    /// the server).
+    pub fn new(config: &BuiltinConfig, waiting: Waiting) -> BuiltinSource {
         if config.mode == BuiltinMode::Off {
             return BuiltinSource { store: None };
         }
         let store = Store::new(&config.dir, true);
-        let store = Arc::new(if config.dtm50 { store } else { store.without_dtm50() });
+        let store = if config.dtm50 { store } else { store.without_dtm50() };
+        let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
             let background = Arc::clone(&store);
             std::thread::Builder::new()
@@ -51,7 +64,7 @@ impl BuiltinSource {
 
     fn values(&self, pos: &Chess) -> ProbeResult<(u16, u16)> {
         let Some(store) = &self.store else { return Ok(None) };
-        store.probe(pos).map_err(|reason| TableError { table: "builtin".into(), reason })
+        Ok(store.probe(pos)?)
     }
 }
 
@@ -79,8 +92,7 @@ impl TableSource for BuiltinSource {
     fn probe_dtm50_plies(&self, pos: &Chess) -> ProbeResult<i32> {
         use shakmaty::Position;
         let Some(store) = &self.store else { return Ok(None) };
-        let v = store.probe_dtm50(pos, pos.halfmoves()).map_err(|reason| TableError { table: "builtin".into(), reason })?;
-        Ok(v.map(value::signed_plies))
+        Ok(store.probe_dtm50(pos, pos.halfmoves())?.map(value::signed_plies))
     }
 
     fn tables(&self) -> Vec<TableInfo> {
@@ -104,5 +116,23 @@ impl TableSource for BuiltinSource {
             .collect();
         out.sort_by(|a, b| (a.pieces, &a.name).cmp(&(b.pieces, &b.name)));
         out
+    }
+
+    fn progress(&self, material: &str) -> Option<Progress> {
+        let store = self.store.as_ref()?;
+        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::MAX_PIECES)?;
+        Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
+    }
+
+    fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        self.store.as_ref().map(|s| s.subscribe())
+    }
+
+    fn shutdown(&self) {
+        if let Some(store) = &self.store {
+            // Running jobs stop at their next layer; give them a moment so
+            // that none is cut off in the middle of writing its file.
+            store.shutdown(std::time::Duration::from_millis(500));
+        }
     }
 }

@@ -200,7 +200,7 @@ impl TableSource for GaviotaSource {
             return Ok(None);
         }
         if let Some(refused) = self.refused.get(&crate::material::normalized(board)) {
-            return Err(refused.clone());
+            return Err(refused.clone().into());
         }
         let mut squares: [[c_uint; 17]; 2] = [[gtb::TB_squares::tb_NOSQUARE as c_uint; 17]; 2];
         let mut pieces: [[c_uchar; 17]; 2] = [[gtb::TB_pieces::tb_NOPIECE as c_uchar; 17]; 2];

@@ -25,8 +25,20 @@ pub struct TableError {
     pub reason: String,
 }
 
+/// Why a source that covers a position gives no value for it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unanswered {
+    /// The table exists but could not be read.
+    #[error(transparent)]
+    Broken(#[from] TableError),
+    /// The table is being generated (built-in tables): the value comes
+    /// later, and a request never waits for it inside a probe.
+    #[error("built-in table {material} is being generated")]
+    Generating { material: String },
+}
+
 /// `Ok(None)`: no table of this source covers the position.
-pub type ProbeResult<T> = Result<Option<T>, TableError>;
+pub type ProbeResult<T> = Result<Option<T>, Unanswered>;
 
 /// What a table holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
@@ -87,6 +99,21 @@ pub trait TableSource: Send + Sync {
 
     /// The tables of this source, for `/api/v1/tables`.
     fn tables(&self) -> Vec<TableInfo>;
+
+    /// How far the tables of `material` (e.g. `KPPvK`) are from ready, for a
+    /// source that generates them; `None` when nothing is pending.
+    fn progress(&self, _material: &str) -> Option<crate::builtin::schedule::Progress> {
+        None
+    }
+
+    /// Where this source waits for tables to be generated: changes whenever
+    /// one is ready. `None` for sources that generate nothing.
+    fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+        None
+    }
+
+    /// Stops background work (shutdown); probes may fail afterwards.
+    fn shutdown(&self) {}
 }
 
 /// The entries of a table directory, sorted. A missing or unreadable

@@ -76,7 +76,7 @@ impl SyzygySource {
 
     /// Missing tables and too many pieces mean "not covered", unless the
     /// table's file is there but was refused; anything else is a broken table.
-    fn covered<T>(&self, result: Result<T, SyzygyError>) -> ProbeResult<T> {
+    fn covered<T>(&self, result: Result<T, SyzygyError>) -> Result<Option<T>, TableError> {
         match result {
             Ok(v) => Ok(Some(v)),
             Err(SyzygyError::MissingTable { metric, material }) => {
@@ -120,7 +120,7 @@ impl SyzygySource {
         {
             self.found.lock().unwrap_or_else(|e| e.into_inner()).insert(err.table.clone(), err.reason.clone());
         }
-        result
+        result.map_err(Into::into)
     }
 
     pub fn tablebase(&self) -> &Tablebase<Chess> {

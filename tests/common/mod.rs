@@ -43,9 +43,17 @@ pub struct TestServer {
     _runtime: tokio::runtime::Runtime,
 }
 
+impl Drop for TestServer {
+    /// Built-in tables still being generated for this server would go on
+    /// taking the cores from the tests that follow.
+    fn drop(&mut self) {
+        self.state.tablebases().shutdown();
+    }
+}
+
 impl TestServer {
     pub fn start(config: tbserver::config::Config) -> TestServer {
-        let tablebases = std::sync::Arc::new(tbserver::app::open_tablebases(&config));
+        let tablebases = std::sync::Arc::new(tbserver::app::open_for_server(&config));
         let state = tbserver::http::Shared::new(tablebases, config);
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
         let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();

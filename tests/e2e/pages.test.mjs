@@ -58,8 +58,11 @@ async function newPage(viewport = DESKTOP) {
 
 const urlFen = (page) => (new URL(page.url()).searchParams.get('fen') || '').replace(/_/g, ' ');
 
+// 'pending' (values still being generated) refreshes by itself until 'ready';
+// the server starts with an empty built-in cache, so the first KBNvK probe
+// waits for three tables.
 async function waitReady(page) {
-  await page.waitForFunction(() => document.body.dataset.state === 'ready' || document.body.dataset.state === 'error', null, { timeout: 20000 });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready' || document.body.dataset.state === 'error', null, { timeout: 60000 });
 }
 
 async function loadFen(page, fen) {
@@ -89,7 +92,7 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   await page.waitForFunction((fen) => document.getElementById('fen').value !== fen, KBNK);
   await waitReady(page);
   assert.match(await page.inputValue('#fen'), / b - - 1 1$/);
-  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'win');
   assert.deepEqual(page.problems, []);
   await page.close();
 });
@@ -146,6 +149,39 @@ test('rounding reference position and the half-move clock', async () => {
   await page.waitForFunction(() => / 77 1$/.test(document.getElementById('fen').value));
   await page.waitForFunction(() => document.getElementById('verdict').dataset.category !== 'unknown');
   assert.equal(await page.getAttribute('#verdict', 'data-category'), 'cursed-win');
+  await page.close();
+});
+
+test('while built-in tables are generated the page shows progress and asks again', async () => {
+  const page = await newPage();
+  const generating = {
+    error: {
+      code: 'generating',
+      message: 'the built-in tables for KBNvK are being generated',
+      generating: {
+        material: 'KBNvK', tables_needed: 3, tables_ready: 1, estimated_remaining_s: 12.4,
+        tables: [{ material: 'KNvK', state: 'generating', elapsed_s: 0.5, estimated_s: 2 }, { material: 'KBNvK', state: 'queued', elapsed_s: null, estimated_s: 3 }],
+      },
+    },
+  };
+  let asked = 0;
+  // The first answer is the server's 503 while generating; later ones are real.
+  await page.route('**/api/v1/probe?**', (route) => {
+    asked += 1;
+    if (asked > 1) return route.continue();
+    return route.fulfill({ status: 503, headers: { 'content-type': 'application/json', 'retry-after': '1' }, body: JSON.stringify(generating) });
+  });
+  await page.goto(`${BASE}/?fen=${encodeURIComponent(KBNK)}`);
+  await page.waitForFunction(() => document.body.dataset.state === 'generating');
+  assert.ok(await page.isVisible('#progress'));
+  assert.equal(await page.getAttribute('#progress progress', 'value'), '1');
+  assert.match(await page.textContent('#progress'), /Generating the built-in tables for KBNvK: 1 of 3 ready \(now KNvK\), about 13 s left\./);
+  await page.screenshot({ path: SHOTS + 'probe-generating.png' });
+  await waitReady(page);
+  assert.ok(asked >= 2, 'asked again after Retry-After');
+  assert.equal(await page.isVisible('#progress'), false);
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'win');
+  assert.deepEqual(page.problems, []);
   await page.close();
 });
 

@@ -15,6 +15,7 @@ const state = {
   orientation: 'white',
   answer: null, // last probe answer (for the current fen)
   probeSeq: 0,
+  retryTimer: undefined, // the next automatic probe while tables are generated
   lastMove: undefined,
   analysis: null, // { es, fen }
 };
@@ -202,12 +203,18 @@ function showMessage(text, kind = 'error') {
   m.textContent = text;
 }
 
-async function probe(fen) {
+// How often a partial answer is asked for again while tables are generated.
+const PENDING_REFRESH_MS = 2000;
+
+async function probe(fen, refresh = false) {
   const seq = ++state.probeSeq;
-  state.answer = null;
-  setVerdict('unknown', 'Probing…');
-  $('facts').textContent = '';
-  $('moves').tBodies[0].textContent = '';
+  clearTimeout(state.retryTimer);
+  if (!refresh) {
+    state.answer = null;
+    setVerdict('unknown', 'Probing…');
+    $('facts').textContent = '';
+    $('moves').tBodies[0].textContent = '';
+  }
   let res;
   let body;
   try {
@@ -220,6 +227,17 @@ async function probe(fen) {
     return;
   }
   if (seq !== state.probeSeq) return; // a newer position was requested meanwhile
+  if (body && body.error && body.error.code === 'generating') {
+    // Only built-in tables can answer, and they are being generated: show
+    // how far, and ask again when the server says to.
+    showProgress(body.error.generating);
+    setVerdict('unknown', 'Generating tables…');
+    document.body.dataset.state = 'generating';
+    const seconds = Number(res.headers.get('retry-after')) || 1;
+    state.retryTimer = setTimeout(() => probe(fen, true), seconds * 1000);
+    return;
+  }
+  showProgress(null);
   if (!res.ok || !body || body.error) {
     const err = body && body.error ? body.error : { code: 'http_' + res.status, message: `The server answered with status ${res.status}.` };
     showMessage(errorText(err));
@@ -227,10 +245,42 @@ async function probe(fen) {
     document.body.dataset.state = 'error';
     return;
   }
-  showMessage(null);
+  const pending = pendingFields(body);
+  if (pending.length) {
+    showMessage(`${pending.map((f) => f.toUpperCase()).join(' and ')} ${pending.length === 1 ? 'is' : 'are'} still being generated; this page updates by itself when ready.`, 'info');
+    state.retryTimer = setTimeout(() => probe(fen, true), PENDING_REFRESH_MS);
+  } else {
+    showMessage(null);
+  }
   state.answer = body;
   renderAnswer(body);
-  document.body.dataset.state = 'ready';
+  document.body.dataset.state = pending.length ? 'pending' : 'ready';
+}
+
+/** Values still being generated, of the position or any of its moves. */
+function pendingFields(answer) {
+  const fields = new Set(answer.pending || []);
+  for (const m of answer.moves || []) for (const f of m.pending || []) fields.add(f);
+  return [...fields];
+}
+
+/** The generation progress bar, or none. */
+function showProgress(p) {
+  const box = $('progress');
+  if (!p) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  const bar = box.querySelector('progress');
+  bar.max = Math.max(p.tables_needed, 1);
+  bar.value = p.tables_ready;
+  const running = p.tables.filter((t) => t.state === 'generating').map((t) => t.material);
+  const left = Math.ceil(p.estimated_remaining_s);
+  box.querySelector('.progress-text').textContent =
+    `Generating the built-in tables for ${p.material}: ${p.tables_ready} of ${p.tables_needed} ready` +
+    (running.length ? ` (now ${running.join(', ')})` : '') +
+    (left > 0 ? `, about ${left} s left.` : '.');
 }
 
 function errorTitle(code) {
