@@ -154,22 +154,6 @@ pub fn all_materials(max_pieces: usize) -> Vec<Material> {
     out
 }
 
-/// Groups of `all_materials` that only depend on earlier groups, so each group
-/// can be generated in parallel.
-pub fn stages(max_pieces: usize) -> Vec<Vec<Material>> {
-    let mut stages: Vec<Vec<Material>> = Vec::new();
-    let mut last = None;
-    for m in all_materials(max_pieces) {
-        let key = (m.pieces(), m.pawns());
-        if last != Some(key) {
-            stages.push(Vec::new());
-            last = Some(key);
-        }
-        stages.last_mut().unwrap().push(m);
-    }
-    stages
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
