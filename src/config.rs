@@ -32,6 +32,9 @@ pub struct Config {
     pub cache_entries: u64,
     /// `human` or `json`.
     pub log_format: LogFormat,
+    /// Serve `GET /_bench/stored`, the floor `scripts/bench-cache-hit.sh`
+    /// measures cache hits against. Off; for benchmarks only.
+    pub bench_route: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -135,6 +138,7 @@ impl Default for Config {
             search: SearchConfig::default(),
             cache_entries: 10_000,
             log_format: LogFormat::Human,
+            bench_route: false,
         }
     }
 }

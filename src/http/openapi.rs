@@ -5,7 +5,10 @@
 
 use std::sync::OnceLock;
 
-use axum::{body::Bytes, response::Response};
+use axum::{
+    body::Bytes,
+    response::{IntoResponse, Response},
+};
 use utoipa::{IntoResponses, OpenApi, ToSchema};
 
 use crate::error::ErrorBody;
@@ -98,5 +101,5 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub async fn openapi_json() -> Response {
     static JSON: OnceLock<Bytes> = OnceLock::new();
     let bytes = JSON.get_or_init(|| Bytes::from(document().to_json().expect("the document serializes"))).clone();
-    super::json_bytes(bytes)
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
