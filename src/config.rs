@@ -234,6 +234,7 @@ mod tests {
         assert_eq!(file.limits.rate_limit_burst, default.limits.rate_limit_burst);
         assert_eq!(file.limits.cors_allowed_origins, default.limits.cors_allowed_origins);
         assert_eq!(file.log_format, default.log_format);
+        assert_eq!(file.bench_route, default.bench_route);
         assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
         assert_eq!(file.search.default_movetime_ms, default.search.default_movetime_ms);
         assert_eq!(file.search.max_concurrent_searches, default.search.max_concurrent_searches);

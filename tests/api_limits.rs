@@ -202,10 +202,10 @@ fn overlong_request_lines_and_headers_get_json_errors() {
     assert_error(get_with_query(1_000_000), 414, "query_too_long", false);
     // A 1 MB header, and too many headers.
     let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "x".repeat(1_000_000));
-    assert_error((raw_request(&server.base, head.as_bytes())), 431, "headers_too_large", false);
+    assert_error(raw_request(&server.base, head.as_bytes()), 431, "headers_too_large", false);
     let many: String = (0..200).map(|i| format!("X-H{i}: 1\r\n")).collect();
     let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\n{many}\r\n");
-    assert_error((raw_request(&server.base, head.as_bytes())), 431, "headers_too_large", false);
+    assert_error(raw_request(&server.base, head.as_bytes()), 431, "headers_too_large", false);
     // Not HTTP at all.
     assert_error(raw_request(&server.base, b"HELLO\r\n\r\n"), 400, "bad_request", false);
     // A large but acceptable header is served.
