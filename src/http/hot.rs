@@ -5,10 +5,7 @@
 //! Entries share their bytes with the response cache. Bounded: a shard that
 //! fills is emptied, and the response cache behind it answers the next ask.
 
-use std::{
-    hash::{BuildHasher, Hash, Hasher},
-    sync::RwLock,
-};
+use std::{hash::BuildHasher, sync::RwLock};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
@@ -16,8 +13,11 @@ use super::Encoded;
 
 const SHARDS: usize = 16;
 
+/// Answers by path and query, each with the generation it was computed on.
+type Shard = RwLock<FxHashMap<Box<str>, (u64, Encoded)>>;
+
 pub struct HotAnswers {
-    shards: [RwLock<FxHashMap<Box<str>, (u64, Encoded)>>; SHARDS],
+    shards: [Shard; SHARDS],
     per_shard: usize,
 }
 
@@ -30,11 +30,9 @@ impl HotAnswers {
         }
     }
 
-    fn shard(&self, path_and_query: &str) -> &RwLock<FxHashMap<Box<str>, (u64, Encoded)>> {
-        let mut hasher = FxBuildHasher.build_hasher();
-        path_and_query.hash(&mut hasher);
+    fn shard(&self, path_and_query: &str) -> &Shard {
         // Fx's low bits are its weakest.
-        &self.shards[(hasher.finish() >> 32) as usize % SHARDS]
+        &self.shards[(FxBuildHasher.hash_one(path_and_query) >> 32) as usize % SHARDS]
     }
 
     /// The answer stored for this request under `generation` (answers of an

@@ -17,7 +17,7 @@ use crate::error::ErrorBody;
 #[openapi(
     info(
         title = "tbserver",
-        description = "Chess endgame tablebases over HTTP/JSON: Syzygy, Gaviota and built-in tables.",
+        description = "Chess endgame tablebases over HTTP/JSON: Syzygy, Gaviota and built-in tables.\n\nEvery answer documented with both `application/json` and `application/cbor` comes in CBOR (RFC 8949) when the `Accept` header prefers `application/cbor`, as lichess's tablebase server does: the same keys and values, integers as integers, null where JSON has null; such answers carry `Vary: Accept`. Errors of `/api/v1/*` come in CBOR as well when CBOR is asked for (the same `{\"error\": {...}}` shape); errors of the lichess endpoints (`/standard`, `/standard/mainline`) are always JSON, since lichess answers errors in plain text and its clients never decode them as CBOR.",
         license(name = "GPL-3.0-or-later", identifier = "GPL-3.0-or-later"),
     ),
     components(schemas(ErrorBody)),
