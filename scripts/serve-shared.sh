@@ -1,9 +1,10 @@
-# Sourced by the load scripts: start_tbserver PORT CACHE_ENTRIES starts the
-# release build on 127.0.0.1:PORT with the shared Syzygy and Gaviota tables
-# (built-in tables off), waits until it is ready, stops it on exit, and sets
-# $server to its PID.
+# Sourced by the load scripts: start_tbserver PORT CACHE_ENTRIES [EXTRA]
+# starts the release build on 127.0.0.1:PORT with the shared Syzygy and
+# Gaviota tables (built-in tables off) and EXTRA top-level configuration
+# lines, waits until it is ready, stops it on exit, and sets $server to its
+# PID.
 start_tbserver() {
-  local port=$1 cache_entries=$2 shared=${TBSERVER_SHARED_DIR:-../shared}
+  local port=$1 cache_entries=$2 extra=${3:-} shared=${TBSERVER_SHARED_DIR:-../shared}
   if curl -s -o /dev/null "http://127.0.0.1:$port/healthz"; then
     echo "port $port is taken (an earlier server still running?)" >&2
     return 1
@@ -14,6 +15,7 @@ listen = "127.0.0.1:$port"
 syzygy = ["$shared/tables/syzygy"]
 gaviota = ["$shared/tables/gaviota"]
 cache_entries = $cache_entries
+$extra
 [builtin]
 mode = "off"
 CONF

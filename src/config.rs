@@ -32,6 +32,9 @@ pub struct Config {
     pub cache_entries: u64,
     /// `human` or `json`.
     pub log_format: LogFormat,
+    /// Serve `GET /_bench/stored`, the floor `scripts/bench-cache-hit.sh`
+    /// measures cache hits against. Off; for benchmarks only.
+    pub bench_route: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -141,6 +144,7 @@ impl Default for Config {
             search: SearchConfig::default(),
             cache_entries: 10_000,
             log_format: LogFormat::Human,
+            bench_route: false,
         }
     }
 }
@@ -236,6 +240,7 @@ mod tests {
         assert_eq!(file.limits.rate_limit_burst, default.limits.rate_limit_burst);
         assert_eq!(file.limits.cors_allowed_origins, default.limits.cors_allowed_origins);
         assert_eq!(file.log_format, default.log_format);
+        assert_eq!(file.bench_route, default.bench_route);
         assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
         assert_eq!(file.search.default_movetime_ms, default.search.default_movetime_ms);
         assert_eq!(file.search.max_concurrent_searches, default.search.max_concurrent_searches);

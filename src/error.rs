@@ -40,6 +40,16 @@ pub enum ApiError {
     ProbesBusy,
     #[error("query string of {bytes} bytes is longer than the limit of {max}")]
     QueryTooLong { bytes: usize, max: usize },
+    /// A request line longer than the HTTP server reads (hyper's refusal).
+    #[error("the request line is longer than the server reads (64 KiB); the query string is too long")]
+    UriTooLong,
+    /// A request head larger than the HTTP server's buffer, or with more
+    /// than 100 headers (hyper's refusal).
+    #[error("the request headers are larger than the server reads (about 400 KB, at most 100 headers)")]
+    HeadersTooLarge,
+    /// Not HTTP/1.1 that the server can parse (hyper's refusal).
+    #[error("malformed HTTP request")]
+    MalformedRequest,
     #[error("request body is larger than the limit of {max} bytes")]
     BodyTooLarge { max: usize },
     #[error("method not allowed on this endpoint")]
@@ -72,7 +82,9 @@ impl ApiError {
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
             ApiError::Busy | ApiError::ProbesBusy => "busy",
-            ApiError::QueryTooLong { .. } => "query_too_long",
+            ApiError::QueryTooLong { .. } | ApiError::UriTooLong => "query_too_long",
+            ApiError::HeadersTooLarge => "headers_too_large",
+            ApiError::MalformedRequest => "bad_request",
             ApiError::BodyTooLarge { .. } => "body_too_large",
             ApiError::MethodNotAllowed => "method_not_allowed",
             ApiError::RateLimited { .. } => "rate_limited",
@@ -94,7 +106,9 @@ impl ApiError {
             ApiError::IllegalPosition(_) | ApiError::CastlingRights | ApiError::TooManyPieces { .. } => 422,
             ApiError::MissingTable { .. } | ApiError::NotFound => 404,
             ApiError::BatchTooLarge { .. } | ApiError::BodyTooLarge { .. } => 413,
-            ApiError::QueryTooLong { .. } => 414,
+            ApiError::QueryTooLong { .. } | ApiError::UriTooLong => 414,
+            ApiError::HeadersTooLarge => 431,
+            ApiError::MalformedRequest => 400,
             ApiError::MethodNotAllowed => 405,
             ApiError::RateLimited { .. } => 429,
             ApiError::Table(_)
@@ -119,7 +133,7 @@ impl ApiError {
     }
 
     /// One error of each kind (for documentation: the list of codes).
-    pub fn examples() -> [ApiError; 13] {
+    pub fn examples() -> [ApiError; 15] {
         let s = String::new;
         [
             ApiError::MissingParameter("fen"),
@@ -135,6 +149,8 @@ impl ApiError {
             ApiError::InvalidBody(s()),
             ApiError::NotFound,
             ApiError::Busy,
+            ApiError::QueryTooLong { bytes: 0, max: 0 },
+            ApiError::HeadersTooLarge,
         ]
     }
 

@@ -165,3 +165,52 @@ fn cors_policy() {
     assert_eq!(preflight.status(), 200);
     assert!(preflight.headers()["access-control-allow-methods"].to_str().unwrap().contains("POST"));
 }
+
+/// Sends `head` (a request head, written by hand: no HTTP client builds a
+/// URI over 64 KiB) and returns the status and JSON body of the answer (and
+/// no `Retry-After`).
+fn raw_request(base: &str, head: &[u8]) -> (u16, Option<u64>, Value) {
+    use std::io::{Read, Write};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(10))).unwrap();
+    // The server may answer and close before reading everything.
+    let _ = stream.write_all(head);
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let text = String::from_utf8_lossy(&answer);
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or_else(|| panic!("no answer: {text:?}"));
+    let status = head.split(' ').nth(1).and_then(|s| s.parse().ok()).unwrap_or_else(|| panic!("{head}"));
+    assert!(head.to_ascii_lowercase().contains("content-type: application/json"), "{head}");
+    (status, None, serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body:?}")))
+}
+
+#[test]
+fn overlong_request_lines_and_headers_get_json_errors() {
+    let Some(config) = config() else { return };
+    let server = TestServer::start(config);
+    let fen = enc(KRVK);
+    let get_with_query = |bytes: usize| {
+        let head = format!("GET /standard?fen={fen}&pad={} HTTP/1.1\r\nHost: x\r\n\r\n", "x".repeat(bytes));
+        raw_request(&server.base, head.as_bytes())
+    };
+    // Over tbserver's limit (2 KiB by default), under the HTTP server's.
+    assert_error(get_with_query(10_000), 414, "query_too_long", false);
+    // 100 KB: the HTTP server's own refusal (request line over 64 KiB).
+    assert_error(get_with_query(100_000), 414, "query_too_long", false);
+    // 1 MB: the request line overflows the HTTP server's buffer.
+    assert_error(get_with_query(1_000_000), 414, "query_too_long", false);
+    // A 1 MB header, and too many headers.
+    let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "x".repeat(1_000_000));
+    assert_error(raw_request(&server.base, head.as_bytes()), 431, "headers_too_large", false);
+    let many: String = (0..200).map(|i| format!("X-H{i}: 1\r\n")).collect();
+    let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\n{many}\r\n");
+    assert_error(raw_request(&server.base, head.as_bytes()), 431, "headers_too_large", false);
+    // Not HTTP at all.
+    assert_error(raw_request(&server.base, b"HELLO\r\n\r\n"), 400, "bad_request", false);
+    // A large but acceptable header is served.
+    let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: {}\r\n\r\n", "x".repeat(100_000));
+    let (status, _, body) = raw_request(&server.base, head.as_bytes());
+    assert_eq!(status, 200, "{body}");
+    report!("refusals: 10 KB / 100 KB / 1 MB query 414 query_too_long, 1 MB header and 200 headers 431 headers_too_large, garbage 400");
+}

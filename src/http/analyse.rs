@@ -9,7 +9,6 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use axum::{
-    Json,
     extract::{Query, State, rejection::QueryRejection},
     http::StatusCode,
     response::{IntoResponse, Response, sse::{Event, KeepAlive, Sse}},
@@ -145,9 +144,14 @@ fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
 /// `GET /api/v1/analyse`: the final result as JSON.
 #[utoipa::path(
     get, path = "/api/v1/analyse", tag = "search", params(AnalyseQuery),
-    responses((status = 200, body = SearchResult), openapi::SearchErrors)
+    responses((status = 200, body = SearchResult, content(
+        (SearchResult = "application/json"), (SearchResult = "application/cbor"))), openapi::SearchErrors)
 )]
-pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQuery>, QueryRejection>) -> Response {
+pub async fn analyse(
+    State(state): State<AppState>,
+    format: super::Format,
+    query: Result<Query<AnalyseQuery>, QueryRejection>,
+) -> Response {
     let (pos, limits) = match parse(&state.searches.config, query) {
         Ok(v) => v,
         Err(e) => return e.into_response(),
@@ -169,7 +173,7 @@ pub async fn analyse(State(state): State<AppState>, query: Result<Query<AnalyseQ
         let _ = tx.send(r);
     });
     match rx.await {
-        Ok(r) => Json(r).into_response(),
+        Ok(r) => super::encoding::respond(&r, format),
         Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "search failed").into_response(),
     }
 }

@@ -7,7 +7,7 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Answer, AppState, Endpoint, FenQuery, answer_fen, json_bytes, openapi, to_json};
+use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi};
 use crate::{
     error::ApiError,
     sources::TableInfo,
@@ -18,13 +18,14 @@ use crate::{
 /// Everything the tables say about a position and each of its moves.
 #[utoipa::path(
     get, path = "/api/v1/probe", tag = "probe", params(FenQuery),
-    responses((status = 200, body = probe::ProbeAnswer), openapi::PositionErrors)
+    responses((status = 200, body = probe::ProbeAnswer, content(
+        (probe::ProbeAnswer = "application/json"), (probe::ProbeAnswer = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn probe_get(
     State(state): State<AppState>,
-    query: Result<Query<FenQuery>, QueryRejection>,
+    request: FenRequest,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
+    answer_fen(&state, request, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
 }
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
@@ -59,16 +60,17 @@ impl Answer for BatchResponse {
 /// The answers for many positions at once.
 #[utoipa::path(
     post, path = "/api/v1/probe", tag = "probe", request_body = BatchRequest,
-    responses((status = 200, body = BatchResponse), openapi::BatchErrors)
+    responses((status = 200, body = BatchResponse, content(
+        (BatchResponse = "application/json"), (BatchResponse = "application/cbor"))), openapi::BatchErrors)
 )]
-pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<Response, ApiError> {
+pub async fn probe_batch(State(state): State<AppState>, format: Format, body: Bytes) -> Result<Response, ApiError> {
     let request: BatchRequest =
         serde_json::from_slice(&body).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
     let max = state.config.limits.max_batch;
     if request.fens.len() > max {
         return Err(ApiError::BatchTooLarge { size: request.fens.len(), max });
     }
-    let bytes = state
+    let answer = state
         .compute(Endpoint::Probe, None, move |shared| {
             let results: Vec<BatchItem> = request
                 .fens
@@ -79,10 +81,10 @@ pub async fn probe_batch(State(state): State<AppState>, body: Bytes) -> Result<R
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
-            Ok(BatchResponse { results }.computed())
+            Ok(BatchResponse { results }.encode())
         })
-        .await;
-    bytes.map(json_bytes)
+        .await?;
+    Ok(answer.response(format))
 }
 
 /// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.
@@ -98,18 +100,19 @@ pub struct MetricQuery {
 /// The line of best play from a position to its end (mate or conversion).
 #[utoipa::path(
     get, path = "/api/v1/mainline", tag = "probe", params(FenQuery, MetricQuery),
-    responses((status = 200, body = probe::Mainline), openapi::PositionErrors)
+    responses((status = 200, body = probe::Mainline, content(
+        (probe::Mainline = "application/json"), (probe::Mainline = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn mainline(
     State(state): State<AppState>,
-    query: Result<Query<FenQuery>, QueryRejection>,
+    request: FenRequest,
     metric: Result<Query<MetricQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let Query(MetricQuery { metric }) = metric.map_err(|_| ApiError::InvalidParameter {
         name: "metric",
         reason: "expected one of dtm50, dtm, dtz".into(),
     })?;
-    answer_fen(&state, query, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
+    answer_fen(&state, request, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
 }
 
 /// `GET /api/v1/tables` answer.
@@ -123,14 +126,15 @@ struct TablesResponse {
 }
 
 /// Every table the server has indexed, with any problems found.
-#[utoipa::path(get, path = "/api/v1/tables", tag = "probe", responses((status = 200, body = TablesResponse)))]
-pub async fn tables(State(state): State<AppState>) -> Response {
+#[utoipa::path(get, path = "/api/v1/tables", tag = "probe", responses((status = 200, body = TablesResponse, content(
+    (TablesResponse = "application/json"), (TablesResponse = "application/cbor")))))]
+pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
     let tablebases = state.tablebases();
     let tables = tablebases.tables();
-    json_bytes(to_json(&TablesResponse {
+    encoding::respond(&TablesResponse {
         count: tables.len(),
         with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
         max_pieces: tablebases.max_pieces(),
         tables,
-    }))
+    }, format)
 }

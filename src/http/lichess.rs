@@ -3,14 +3,11 @@
 
 use std::cmp::Reverse;
 
-use axum::{
-    extract::{Query, State, rejection::QueryRejection},
-    response::Response,
-};
+use axum::{extract::State, response::Response};
 use serde::Serialize;
 use shakmaty::Role;
 
-use super::{Answer, AppState, Endpoint, FenQuery, answer_fen, openapi};
+use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, answer_fen, openapi};
 use crate::{
     domain::Category,
     error::ApiError,
@@ -169,13 +166,14 @@ fn standard_response(info: &PositionInfo, moves: &mut [MoveInfo]) -> StandardRes
 /// The lichess tablebase API's answer (`tablebase.lichess.ovh/standard`).
 #[utoipa::path(
     get, path = "/standard", tag = "lichess", params(FenQuery),
-    responses((status = 200, body = StandardResponse), openapi::PositionErrors)
+    responses((status = 200, body = StandardResponse, content(
+        (StandardResponse = "application/json"), (StandardResponse = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn standard(
     State(state): State<AppState>,
-    query: Result<Query<FenQuery>, QueryRejection>,
+    request: FenRequest,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::Standard, |tb, pos| {
+    answer_fen(&state, request, Endpoint::Standard, |tb, pos| {
         probe::check_coverage(tb, pos)?;
         // Like lichess, missing tables give `unknown` values, not an error;
         // tables being generated are waited for, up to a point.
@@ -216,13 +214,14 @@ impl Answer for MainlineResponse {
 /// The lichess tablebase API's mainline (`/standard/mainline`).
 #[utoipa::path(
     get, path = "/standard/mainline", tag = "lichess", params(FenQuery),
-    responses((status = 200, body = MainlineResponse), openapi::PositionErrors)
+    responses((status = 200, body = MainlineResponse, content(
+        (MainlineResponse = "application/json"), (MainlineResponse = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn mainline(
     State(state): State<AppState>,
-    query: Result<Query<FenQuery>, QueryRejection>,
+    request: FenRequest,
 ) -> Result<Response, ApiError> {
-    answer_fen(&state, query, Endpoint::StandardMainline, |tb, pos| {
+    answer_fen(&state, request, Endpoint::StandardMainline, |tb, pos| {
         let line = probe::mainline(tb, pos, MoveOrder::ZeroingFirst)?;
         Ok(MainlineResponse {
                 dtz: line.dtz50.map(|d| d.plies),

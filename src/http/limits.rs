@@ -5,7 +5,7 @@
 
 use std::{
     collections::HashMap,
-    net::{IpAddr, SocketAddr},
+    net::IpAddr,
     sync::Mutex,
     time::{Duration, Instant},
 };
@@ -74,8 +74,8 @@ impl RateLimiter {
 /// Refuses clients over their rate (429). Requests without a peer address
 /// (called in-process, e.g. by the fuzz harness) are not limited.
 pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let (Some(limiter), Some(ConnectInfo(peer))) =
-        (&state.rate_limiter, request.extensions().get::<ConnectInfo<SocketAddr>>())
+    if let (Some(limiter), Some(ConnectInfo(super::serve::Peer(peer)))) =
+        (&state.rate_limiter, request.extensions().get::<ConnectInfo<super::serve::Peer>>())
         && !UNLIMITED_PATHS.contains(&request.uri().path())
         && let Err(retry_after_s) = limiter.check(peer.ip(), Instant::now())
     {

@@ -3,16 +3,18 @@
 
 pub mod analyse;
 mod api;
+mod encoding;
+mod hot;
 mod lichess;
 mod limits;
 mod metrics_page;
 pub mod openapi;
 pub mod pages;
+mod serve;
 
 use std::{
-    net::SocketAddr,
     sync::{
-        Arc, RwLock,
+        Arc, OnceLock, RwLock,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
@@ -20,7 +22,6 @@ use std::{
 
 use axum::{
     Json, Router,
-    body::Bytes,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
     middleware,
@@ -31,12 +32,14 @@ use tokio::sync::Semaphore;
 use tower_http::{
     catch_panic::CatchPanicLayer,
     limit::RequestBodyLimitLayer,
-    request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer},
+    request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
     trace::TraceLayer,
 };
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
+
+pub(crate) use encoding::{Encoded, Format};
 
 use crate::{
     config::Config,
@@ -53,7 +56,7 @@ pub struct Shared {
     tablebases: crate::telemetry::CurrentTables,
     pub config: Config,
     /// Serialized answers by endpoint and normalized FEN.
-    cache: Option<moka::sync::Cache<(u64, Endpoint, String), Bytes>>,
+    cache: Option<moka::sync::Cache<(u64, Endpoint, String), Encoded>>,
     /// Rescans so far; part of the cache key, so that an answer computed on
     /// an index a rescan replaced is never served from the cache.
     generation: AtomicU64,
@@ -66,6 +69,10 @@ pub struct Shared {
     searches: analyse::Searches,
     /// What `/prometheus` reports.
     pub telemetry: Telemetry,
+    /// Cached answers by raw request, in front of `cache`.
+    hot: Option<hot::HotAnswers>,
+    /// The answer `/_bench/stored` serves (with `bench_route` on).
+    bench_stored: OnceLock<Encoded>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -82,6 +89,7 @@ impl Shared {
     pub fn new(tablebases: Arc<Tablebases>, config: Config) -> AppState {
         let tablebases = Arc::new(RwLock::new(tablebases));
         let cache = (config.cache_entries > 0).then(|| moka::sync::Cache::new(config.cache_entries));
+        let config_cache_entries = config.cache_entries;
         Arc::new(Shared {
             telemetry: Telemetry::new(Arc::clone(&tablebases)),
             tablebases,
@@ -93,6 +101,8 @@ impl Shared {
             cache,
             generation: AtomicU64::new(0),
             ready: AtomicBool::new(true),
+            bench_stored: OnceLock::new(),
+            hot: (config_cache_entries > 0).then(|| hot::HotAnswers::new(config_cache_entries)),
         })
     }
 
@@ -111,6 +121,9 @@ impl Shared {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if let Some(cache) = &self.cache {
             cache.invalidate_all();
+        }
+        if let Some(hot) = &self.hot {
+            hot.clear();
         }
         let tables = fresh.tables();
         let broken = tables.iter().filter(|t| !t.problems.is_empty()).count();
@@ -135,16 +148,18 @@ impl Shared {
 
     /// Runs CPU-bound table work off the async threads, at most
     /// `max_concurrent_probes` at once, through the response cache when a
-    /// key is given. Work that only built-in tables being generated could
-    /// answer is tried again each time one is ready, for at most
-    /// `builtin.wait_ms`; meanwhile the request holds no thread and no slot.
-    /// Answers with values still pending are served but never cached.
+    /// key is given. The work serializes its answer ([`Answer::encode`]), so
+    /// that a cache hit only clones the stored bytes. Work that only built-in
+    /// tables being generated could answer is tried again each time one is
+    /// ready, for at most `builtin.wait_ms`; meanwhile the request holds no
+    /// thread and no slot. Answers with values still pending are served but
+    /// never cached.
     async fn compute(
         self: &Arc<Self>,
         endpoint: Endpoint,
         key: Option<String>,
-        work: impl Fn(&Shared) -> Result<Computed, ApiError> + Send + Sync + 'static,
-    ) -> Result<Bytes, ApiError> {
+        work: impl Fn(&Shared) -> Result<Encoded, ApiError> + Send + Sync + 'static,
+    ) -> Result<Encoded, ApiError> {
         let generation = self.generation.load(Ordering::SeqCst);
         let key = key.filter(|_| self.cache.is_some()).map(|k| (generation, endpoint, k));
         if let (Some(cache), Some(key)) = (&self.cache, &key)
@@ -173,9 +188,9 @@ impl Shared {
             }
         };
         if let (Some(cache), Some(key), true) = (&self.cache, key, computed.complete) {
-            cache.insert(key, computed.bytes.clone());
+            cache.insert(key, computed.clone());
         }
-        Ok(computed.bytes)
+        Ok(computed)
     }
 
     /// One try of `work` on a blocking thread, holding a probe slot.
@@ -196,20 +211,16 @@ impl Shared {
     }
 }
 
-/// A serialized answer, and whether it may be cached.
-pub(crate) struct Computed {
-    bytes: Bytes,
-    /// No value is pending (see [`Answer::is_complete`]).
-    complete: bool,
-}
-
 /// What the endpoints answer: serializable, and complete unless built-in
 /// tables are still being generated for some of its values.
 pub(crate) trait Answer: serde::Serialize {
     fn is_complete(&self) -> bool;
 
-    fn computed(&self) -> Computed {
-        Computed { bytes: to_json(self), complete: self.is_complete() }
+    /// Serialized in every format, marked complete or not.
+    fn encode(&self) -> Encoded {
+        let mut encoded = Encoded::new(self);
+        encoded.complete = self.is_complete();
+        encoded
     }
 }
 
@@ -268,7 +279,10 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.max_body_bytes;
-    let (routes, _document) = routes().split_for_parts();
+    let (mut routes, _document) = routes().split_for_parts();
+    if state.config.bench_route {
+        routes = routes.route("/_bench/stored", axum::routing::get(bench_stored));
+    }
     routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -285,7 +299,7 @@ pub fn router(state: AppState) -> Router {
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(TraceLayer::new_for_http().make_span_with(request_span).on_failure(log_failure))
         // Outermost: every request has an ID before it is traced.
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
         .with_state(state)
 }
 
@@ -309,6 +323,8 @@ fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
 }
 
 /// Counts every request by its route template and status, and times it.
+/// Also sends every error in CBOR when the client asked for CBOR (errors are
+/// made in many places: handlers, limits, the framework, panics).
 async fn track_request(
     axum::extract::State(state): axum::extract::State<AppState>,
     request: axum::extract::Request,
@@ -316,11 +332,53 @@ async fn track_request(
 ) -> Response {
     let route = request.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_owned());
     let method = request.method().clone();
+    let error_format = encoding::cbor_errors_on(request.uri().path())
+        .then(|| Format::from_accept(request.headers().get(header::ACCEPT)));
     let started = std::time::Instant::now();
-    let response = next.run(request).await;
+    let mut response = next.run(request).await;
     let route = route.as_deref().unwrap_or("unmatched");
     state.telemetry.record_request(route, method.as_str(), response.status().as_u16(), started.elapsed());
+    if let Some(format) = error_format
+        && (response.status().is_client_error() || response.status().is_server_error())
+    {
+        response = encoding::negotiate_error(response, format);
+    }
     response
+}
+
+/// `x-request-id` values for requests that bring none: UUID-shaped, a
+/// random per-process prefix and a counter. Unique like a random UUID
+/// within a process's life, without a `getrandom` system call per request.
+#[derive(Clone)]
+struct RequestIds {
+    prefix: u64,
+    next: Arc<AtomicU64>,
+}
+
+impl RequestIds {
+    fn new() -> RequestIds {
+        use std::hash::{BuildHasher, Hasher};
+        // The standard library seeds `RandomState` from the OS.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        RequestIds { prefix: hasher.finish(), next: Arc::new(AtomicU64::new(0)) }
+    }
+}
+
+impl tower_http::request_id::MakeRequestId for RequestIds {
+    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<tower_http::request_id::RequestId> {
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let p = self.prefix;
+        let id = format!(
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            p >> 32,
+            (p >> 16) & 0xffff,
+            p & 0xfff,
+            0x8000 | ((n >> 48) & 0x3fff),
+            n & 0xffff_ffff_ffff
+        );
+        HeaderValue::from_str(&id).ok().map(tower_http::request_id::RequestId::new)
+    }
 }
 
 /// `GET /prometheus`: operational metrics, OpenMetrics text.
@@ -366,12 +424,15 @@ async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> 
 }
 
 impl IntoResponse for ApiError {
+    /// The JSON error; the error itself rides along in the response's
+    /// extensions, for [`track_request`] to send it in CBOR if asked.
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
         let mut response = (status, Json(self.body())).into_response();
         if let Some(seconds) = self.retry_after_s() {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
+        response.extensions_mut().insert(self);
         response
     }
 }
@@ -391,27 +452,73 @@ pub(crate) fn fen_param(query: Result<Query<FenQuery>, QueryRejection>) -> Resul
     query.fen.ok_or(ApiError::MissingParameter("fen"))
 }
 
-/// Answers a `?fen=` request: parses the FEN, then computes the JSON for the
-/// position (or takes it from the cache, keyed by the normalized FEN).
+/// A `?fen=` request as it came: its path and query, parsed only when the
+/// answer is not already at hand, and the format it asks for.
+pub(crate) struct FenRequest {
+    uri: axum::http::Uri,
+    format: Format,
+}
+
+impl<S: Send + Sync> axum::extract::FromRequestParts<S> for FenRequest {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut axum::http::request::Parts, _state: &S) -> Result<FenRequest, Self::Rejection> {
+        Ok(FenRequest { uri: parts.uri.clone(), format: Format::from_accept(parts.headers.get(header::ACCEPT)) })
+    }
+}
+
+impl FenRequest {
+    fn path_and_query(&self) -> &str {
+        self.uri.path_and_query().map_or("", |pq| pq.as_str())
+    }
+
+    fn position(&self) -> Result<Chess, ApiError> {
+        parse_fen(&fen_param(Query::try_from_uri(&self.uri))?)
+    }
+}
+
+/// Answers a `?fen=` request: the answer to the same request asked before
+/// if there is one (nothing parsed); otherwise parses the FEN and computes
+/// the answer for the position (or takes it from the cache, keyed by the
+/// normalized FEN); in the format the request asked for.
 async fn answer_fen<T: Answer>(
     state: &AppState,
-    query: Result<Query<FenQuery>, QueryRejection>,
+    request: FenRequest,
     endpoint: Endpoint,
     work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
 ) -> Result<Response, ApiError> {
-    let pos = parse_fen(&fen_param(query)?)?;
+    let generation = state.generation.load(Ordering::SeqCst);
+    if let Some(hot) = &state.hot
+        && let Some(hit) = hot.get(request.path_and_query(), generation)
+    {
+        state.telemetry.record_cache(true);
+        return Ok(hit.response(request.format));
+    }
+    let pos = request.position()?;
     let key = normalized_fen(&pos);
-    let bytes = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.computed())).await?;
-    Ok(json_bytes(bytes))
+    let encoded = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.encode())).await?;
+    // Partial answers are not kept here either.
+    if let Some(hot) = state.hot.as_ref().filter(|_| encoded.complete) {
+        hot.insert(request.path_and_query(), generation, encoded.clone());
+    }
+    Ok(encoded.response(request.format))
 }
 
-/// A body that is already JSON.
-fn json_bytes(bytes: Bytes) -> Response {
-    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], bytes).into_response()
-}
-
-fn to_json<T: serde::Serialize + ?Sized>(value: &T) -> Bytes {
-    Bytes::from(serde_json::to_vec(value).expect("answers always serialize"))
+/// `GET /_bench/stored?fen=...`, only with `bench_route = true`: the floor
+/// that `scripts/bench-cache-hit.sh` compares cache hits with. The first
+/// request takes the cached `/standard` answer for its FEN; every later one
+/// gets those same stored bytes, whatever its query, through the same
+/// layers as every route, without parsing or looking anything up.
+async fn bench_stored(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    request: FenRequest,
+) -> Result<Response, ApiError> {
+    if let Some(stored) = state.bench_stored.get() {
+        return Ok(stored.response(request.format));
+    }
+    let key = (state.generation.load(Ordering::SeqCst), Endpoint::Standard, normalized_fen(&request.position()?));
+    let stored = state.cache.as_ref().and_then(|cache| cache.get(&key)).ok_or(ApiError::NotFound)?;
+    Ok(state.bench_stored.get_or_init(|| stored).response(request.format))
 }
 
 /// Binds and serves until SIGINT/SIGTERM, letting in-flight requests finish.
@@ -426,8 +533,8 @@ pub async fn serve(state: AppState) -> std::io::Result<()> {
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
     // The peer address feeds the per-client rate limit.
-    let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state)).await?;
+    let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<serve::Peer>();
+    axum::serve(serve::Listener::new(listener), app).with_graceful_shutdown(shutdown_signal(state)).await?;
     tracing::info!("every request in flight answered; exiting");
     Ok(())
 }

@@ -5,7 +5,10 @@
 
 use std::sync::OnceLock;
 
-use axum::{body::Bytes, response::Response};
+use axum::{
+    body::Bytes,
+    response::{IntoResponse, Response},
+};
 use utoipa::{IntoResponses, OpenApi, ToSchema};
 
 use crate::error::ErrorBody;
@@ -14,7 +17,7 @@ use crate::error::ErrorBody;
 #[openapi(
     info(
         title = "tbserver",
-        description = "Chess endgame tablebases over HTTP/JSON: Syzygy, Gaviota and built-in tables.",
+        description = "Chess endgame tablebases over HTTP/JSON: Syzygy, Gaviota and built-in tables.\n\nEvery answer documented with both `application/json` and `application/cbor` comes in CBOR (RFC 8949) when the `Accept` header prefers `application/cbor`, as lichess's tablebase server does: the same keys and values, integers as integers, null where JSON has null; such answers carry `Vary: Accept`. Errors of `/api/v1/*` come in CBOR as well when CBOR is asked for (the same `{\"error\": {...}}` shape); errors of the lichess endpoints (`/standard`, `/standard/mainline`) are always JSON, since lichess answers errors in plain text and its clients never decode them as CBOR.",
         license(name = "GPL-3.0-or-later", identifier = "GPL-3.0-or-later"),
     ),
     components(schemas(ErrorBody)),
@@ -101,5 +104,5 @@ pub fn document() -> utoipa::openapi::OpenApi {
 pub async fn openapi_json() -> Response {
     static JSON: OnceLock<Bytes> = OnceLock::new();
     let bytes = JSON.get_or_init(|| Bytes::from(document().to_json().expect("the document serializes"))).clone();
-    super::json_bytes(bytes)
+    ([(axum::http::header::CONTENT_TYPE, "application/json")], bytes).into_response()
 }
