@@ -341,6 +341,17 @@ async fn answer_fen<T: serde::Serialize>(
     work: impl FnOnce(&Tablebases, &Chess) -> Result<T, ApiError> + Send + 'static,
 ) -> Result<Response, ApiError> {
     let pos = parse_fen(&fen_param(query)?)?;
+    answer_position(state, pos, endpoint, work).await
+}
+
+/// Computes the JSON for a parsed position (or takes it from the cache,
+/// keyed by the normalized FEN).
+async fn answer_position<T: serde::Serialize>(
+    state: &AppState,
+    pos: Chess,
+    endpoint: Endpoint,
+    work: impl FnOnce(&Tablebases, &Chess) -> Result<T, ApiError> + Send + 'static,
+) -> Result<Response, ApiError> {
     let key = normalized_fen(&pos);
     let bytes = state.compute(endpoint, Some(key), move |shared| Ok(to_json(&work(&shared.tablebases(), &pos)?))).await?;
     Ok(json_bytes(bytes))
