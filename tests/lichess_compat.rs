@@ -8,7 +8,7 @@ mod common;
 
 use common::{TestServer, enc, reference_file, syzygy_dir};
 use serde_json::Value;
-use shakmaty::{CastlingMode, Chess, Position, fen::Fen, uci::UciMove};
+use shakmaty::{Chess, Position, fen::Fen, uci::UciMove};
 use shakmaty_syzygy::Tablebase;
 
 fn get(server: &TestServer, path: &str, fen: &str) -> (u16, Value) {
@@ -140,6 +140,15 @@ fn category_words_and_null_cases_are_lichess_s() {
     assert!(qf8["dtm"].is_null(), "{qf8}");
     assert_eq!(moves(&a)[1]["dtm"].as_i64(), Some(-2), "{a}");
     assert_eq!(a["dtm"].as_i64(), Some(1));
+    // Ties in lichess's sort key come out in lichess's order: recorded from
+    // lila-tablebase a06a88b on the same tables (equal keys among the DTZ
+    // −23 and −27 king and bishop moves).
+    let a = ok(&server, "/standard", "8/4k3/8/2b5/8/8/b7/4K3 b - - 0 1");
+    let order: Vec<&str> = moves(&a).iter().map(|m| m["uci"].as_str().unwrap()).collect();
+    assert_eq!(
+        order.join(" "),
+        "a2c4 e7d6 e7e6 c5d4 e7f6 a2b1 a2b3 a2d5 a2e6 a2f7 a2g8 c5g1 c5b4 c5b6 c5d6 c5a7 e7d7 e7f7 c5a3 c5e3 e7d8 e7e8 e7f8 c5f2"
+    );
     // A mate once the clock reached 100 no longer wins.
     let late = ok(&server, "/standard", "7k/8/6K1/8/8/8/8/5Q2 w - - 100 80");
     let qf8 = moves(&late).iter().find(|m| m["san"] == "Qf8#").unwrap();
@@ -152,8 +161,9 @@ fn category_words_and_null_cases_are_lichess_s() {
     report!("categories: syzygy-win/-loss at the 100-ply edge; null DTM for checkmate");
 }
 
+/// As the server parses it (tables hold positions with impossible checks).
 fn position(fen: &str) -> Chess {
-    fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap()
+    tbserver::request::parse_position(fen).unwrap()
 }
 
 /// lichess's `mainline_blocking`, written again on `shakmaty_syzygy` alone.
@@ -257,4 +267,55 @@ fn own_dtz_line_prefers_mate_and_queens() {
     let len = |l: &Value| l["mainline"].as_array().unwrap().len();
     report!("own DTZ lines: KRvK {} plies (DTM line {})", len(&dtz_line), len(&dtm_line));
     assert_eq!(len(&dtz_line), len(&dtm_line), "{dtz_line}");
+}
+
+/// Syzygy's WDL and DTZ without its `best_move`, so that
+/// `probe::dtz_best_move` runs its own rule (the one used for built-in tables).
+struct WithoutBestMove(std::sync::Arc<dyn tbserver::sources::TableSource>);
+
+impl tbserver::sources::TableSource for WithoutBestMove {
+    fn source(&self) -> tbserver::domain::Source {
+        self.0.source()
+    }
+    fn max_pieces(&self) -> usize {
+        self.0.max_pieces()
+    }
+    fn probe_wdl(&self, pos: &Chess) -> tbserver::sources::ProbeResult<shakmaty_syzygy::Wdl> {
+        self.0.probe_wdl(pos)
+    }
+    fn probe_dtz(&self, pos: &Chess) -> tbserver::sources::ProbeResult<shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>> {
+        self.0.probe_dtz(pos)
+    }
+    fn tables(&self) -> Vec<tbserver::sources::TableInfo> {
+        self.0.tables()
+    }
+}
+
+#[test]
+fn own_best_move_rule_equals_the_library_s() {
+    let (Some(reference), Some(dir)) = (reference_file(), syzygy_dir()) else { return };
+    let syzygy = tbserver::tablebase::Tablebases::from_dirs(std::slice::from_ref(&dir), &[]);
+    let wrapped: Vec<std::sync::Arc<dyn tbserver::sources::TableSource>> =
+        syzygy.source_handles().map(|s| std::sync::Arc::new(WithoutBestMove(std::sync::Arc::clone(s))) as _).collect();
+    let own = tbserver::tablebase::Tablebases::new(wrapped);
+    let mut tables = Tablebase::new();
+    tables.add_directory(&dir).unwrap();
+    let text = std::fs::read_to_string(reference).unwrap();
+    let mut compared = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let mut pos = position(r["fen"].as_str().unwrap());
+        // The position and the first plies of its line.
+        for _ in 0..8 {
+            let expected = tables.best_move(&pos).unwrap();
+            let got = tbserver::probe::dtz_best_move(&own, &pos).unwrap();
+            let view = |b: Option<(shakmaty::Move, shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>)>| b.map(|(m, d)| (m, d.ignore_rounding()));
+            assert_eq!(view(got), view(expected), "{}", Fen::from_position(&pos, shakmaty::EnPassantMode::Legal));
+            compared += 1;
+            let Some((m, _)) = expected else { break };
+            pos.play_unchecked(m);
+        }
+    }
+    report!("own best-move rule = library's on {compared} positions");
+    assert!(compared > 3000, "{compared}");
 }

@@ -217,11 +217,38 @@ fn sort_key(r: &Rated) -> SortKey {
     )
 }
 
+/// What is sorted in place of lichess's own move type: the standard
+/// library's unstable sort picks its algorithm by the element's size and
+/// whether it is `Copy`, and equal keys (drawn king moves, say) come out in
+/// lichess's order only with the same algorithm. lichess's `MoveInfo` is 64
+/// bytes and not `Copy`.
+struct SortSlot {
+    key: SortKey,
+    index: u8,
+    _size_as_lichess: [u8; SLOT_PADDING],
+}
+
+const SLOT_PADDING: usize = 64 - std::mem::size_of::<SortKey>() - 1;
+const _: () = assert!(std::mem::size_of::<SortSlot>() == 64);
+
+/// lichess's `sort_unstable_by_key(MoveInfo::sort_key)` on moves in
+/// `legal_moves()` order, ties included.
+fn sort_as_lichess(rated: Vec<Rated>) -> Vec<Rated> {
+    let mut slots: Vec<SortSlot> = rated
+        .iter()
+        .enumerate()
+        .map(|(i, r)| SortSlot { key: sort_key(r), index: i as u8, _size_as_lichess: [0; SLOT_PADDING] })
+        .collect();
+    slots.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    let mut rated: Vec<Option<Rated>> = rated.into_iter().map(Some).collect();
+    slots.iter().filter_map(|slot| rated[usize::from(slot.index)].take()).collect()
+}
+
 fn standard_response(tb: &Tablebases, pos: &Chess) -> StandardResponse {
     let clock = pos.halfmoves();
     let info = probe::position_info(tb, pos);
     let dtz = lichess_dtz(tb, pos, &info);
-    let mut rated: Vec<Rated> = probe::legal_move_infos(tb, pos)
+    let rated: Vec<Rated> = probe::legal_move_infos(tb, pos)
         .into_iter()
         .map(|mv| {
             let mut after = pos.clone();
@@ -231,9 +258,7 @@ fn standard_response(tb: &Tablebases, pos: &Chess) -> StandardResponse {
             Rated { mv, dtz, category }
         })
         .collect();
-    // lichess sorts unstably from the same legal-move order, so that even
-    // ties come out as there.
-    rated.sort_unstable_by_key(sort_key);
+    let mut rated = sort_as_lichess(rated);
 
     let own = LichessCategory::of(&info, dtz, clock, clock.saturating_sub(1));
     // The position's own verdict resolves the ambiguity of its best moves.
