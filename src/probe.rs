@@ -543,9 +543,12 @@ pub fn not_covered(tb: &Tablebases, pos: &Chess) -> ApiError {
     ApiError::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) }
 }
 
+/// WDL50 at clock 0, and DTZ50'' where a table has it.
+type WdlDtz = (Wdl, Option<MaybeRounded<Dtz>>);
+
 /// WDL50 (at clock 0) and DTZ50'' of a position, by the rules where the game
 /// is over. `Ok(None)` when no table has it.
-fn wdl_dtz(tb: &Tablebases, pos: &Chess, need_dtz: bool) -> Result<Option<(Wdl, Option<MaybeRounded<Dtz>>)>, TableError> {
+fn wdl_dtz(tb: &Tablebases, pos: &Chess) -> Result<Option<WdlDtz>, TableError> {
     let legal = pos.legal_moves();
     if legal.is_empty() {
         return Ok(Some(if pos.is_check() {
@@ -559,9 +562,6 @@ fn wdl_dtz(tb: &Tablebases, pos: &Chess, need_dtz: bool) -> Result<Option<(Wdl, 
     }
     if let Some(dtz) = tb.dtz(pos)? {
         return Ok(Some((Wdl::from_dtz_after_zeroing(dtz.value), Some(dtz.value))));
-    }
-    if need_dtz {
-        return Ok(None);
     }
     Ok(tb.wdl(pos)?.map(|wdl| (wdl.value, None)))
 }
@@ -581,16 +581,14 @@ pub fn dtz_best_move(tb: &Tablebases, pos: &Chess) -> Result<Option<(Move, Maybe
     for m in pos.legal_moves() {
         let mut after = pos.clone();
         after.play_unchecked(m);
-        let Some((wdl, dtz)) = wdl_dtz(tb, &after, false)? else { return Err(not_covered(tb, &after)) };
+        let Some((wdl, dtz)) = wdl_dtz(tb, &after)? else { return Err(not_covered(tb, &after)) };
         rated.push((m, after, wdl, dtz));
     }
     let Some(best_wdl) = rated.iter().map(|r| r.2).min() else { return Ok(None) };
     let mut candidates = Vec::new();
     for (m, after, _, dtz) in rated.into_iter().filter(|r| r.2 == best_wdl) {
-        let dtz = match dtz {
-            Some(dtz) => dtz,
-            None => wdl_dtz(tb, &after, true)?.and_then(|(_, d)| d).ok_or_else(|| not_covered(tb, &after))?,
-        };
+        // Like the library, DTZ is needed only for the moves that keep the best WDL.
+        let dtz = dtz.ok_or_else(|| not_covered(tb, &after))?;
         let mate = dtz.ignore_rounding() == Dtz(-1) && after.is_checkmate();
         candidates.push((m, dtz, mate));
     }

@@ -239,7 +239,7 @@ fn sort_as_lichess(rated: Vec<Rated>) -> Vec<Rated> {
         .enumerate()
         .map(|(i, r)| SortSlot { key: sort_key(r), index: i as u8, _size_as_lichess: [0; SLOT_PADDING] })
         .collect();
-    slots.sort_unstable_by(|a, b| a.key.cmp(&b.key));
+    slots.sort_unstable_by_key(|slot| slot.key);
     let mut rated: Vec<Option<Rated>> = rated.into_iter().map(Some).collect();
     slots.iter().filter_map(|slot| rated[usize::from(slot.index)].take()).collect()
 }
