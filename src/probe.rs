@@ -313,8 +313,19 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
 /// generated, with how far they are.
 pub fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError {
     let material = info.generating.clone().unwrap_or_else(|| material::normalized(pos.board()));
-    let progress = tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
-    ApiError::Generating(Box::new(progress))
+    api_error(tb, Unanswered::Generating { material })
+}
+
+/// Why a source gave no value, as the API's error: a broken table, or the
+/// progress of the built-in tables being generated.
+fn api_error(tb: &Tablebases, err: Unanswered) -> ApiError {
+    match err {
+        Unanswered::Broken(err) => ApiError::Table(err),
+        Unanswered::Generating { material } => {
+            let progress = tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
+            ApiError::Generating(Box::new(progress))
+        }
+    }
 }
 
 fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
@@ -333,7 +344,16 @@ fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
 
 /// Every legal move with the values after it, best first.
 pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInfo> {
-    let mut moves: Vec<MoveInfo> = pos
+    let mut moves = legal_move_infos(tb, pos);
+    sort_moves(&mut moves, order);
+    moves
+}
+
+/// Every legal move with the values after it, in the order of
+/// `pos.legal_moves()` (the lichess-compatible endpoints sort them as
+/// lichess does, ties included).
+pub fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
+    pos
         .legal_moves()
         .into_iter()
         .map(|m| {
@@ -356,9 +376,7 @@ pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInf
                 m,
             }
         })
-        .collect();
-    sort_moves(&mut moves, order);
-    moves
+        .collect()
 }
 
 impl MoveOrder {
@@ -388,15 +406,21 @@ fn result_rank(after: Category) -> u8 {
 /// Sorts best first for the side to move: by result, then winning moves by
 /// speed (mate now, shortest DTM50, shortest DTM, zeroing, shortest DTZ),
 /// losing moves by resistance (longest DTM50, longest DTM, non-zeroing,
-/// longest DTZ); ties by UCI. `order` says which distances count.
+/// longest DTZ). `order` says which distances count; with DTZ alone, DTM
+/// breaks ties. Remaining ties go to a queen promotion, then to a move that
+/// does not promote, underpromotions last (one that gains nothing is never
+/// chosen), then by UCI.
 pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
     moves.sort_by_cached_key(|mv| {
         let rank = result_rank(mv.after.category);
         let dtm50 = mv.after.dtm50.filter(|d| d.is_decided() && order == MoveOrder::Dtm50First).map(|d| d.plies.abs());
-        let dtm = mv.after.dtm.filter(|_| order != MoveOrder::ZeroingFirst).map(|d| d.plies.abs());
+        let dtm = mv.after.dtm.map(|d| d.plies.abs());
+        // A DTZ line breaks ties between equal DTZ by DTM, so that it mates
+        // rather than wanders where both keep the same distance to zeroing.
+        let (dtm, dtm_tie) = if order == MoveOrder::ZeroingFirst { (None, dtm) } else { (dtm, None) };
         let dtz = mv.after.dtz50.map_or(i32::MAX, |d| d.plies.abs());
         let key = if rank <= 2 {
-            (!mv.after.checkmate, dtm50.unwrap_or(i32::MAX), dtm.unwrap_or(i32::MAX), !mv.zeroing, dtz)
+            (!mv.after.checkmate, dtm50.unwrap_or(i32::MAX), dtm.unwrap_or(i32::MAX), !mv.zeroing, dtz, dtm_tie.unwrap_or(i32::MAX))
         } else if (4..=6).contains(&rank) {
             (
                 false,
@@ -404,12 +428,25 @@ pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
                 dtm.map_or(i32::MAX, |d| -d),
                 mv.zeroing,
                 if dtz == i32::MAX { i32::MAX } else { -dtz },
+                dtm_tie.map_or(i32::MAX, |d| -d),
             )
         } else {
-            (false, 0, 0, false, 0)
+            (false, 0, 0, false, 0, 0)
         };
-        (rank, key, Reverse(mv.after.stalemate), mv.uci.clone())
+        (rank, key, Reverse(mv.after.stalemate), promotion_rank(mv.m.promotion()), mv.uci.clone())
     });
+}
+
+/// Tie-break among equally good moves: queen promotion, no promotion, then
+/// underpromotions from the strongest piece down.
+fn promotion_rank(promotion: Option<Role>) -> u8 {
+    match promotion {
+        Some(Role::Queen) => 0,
+        None => 1,
+        Some(Role::Rook) => 2,
+        Some(Role::Bishop) => 3,
+        Some(_) => 4,
+    }
 }
 
 /// How a mainline ended.
@@ -462,7 +499,7 @@ pub struct Mainline {
 }
 
 /// Longest line tbserver follows; far above any real table's DTZ sum.
-const MAX_MAINLINE_PLIES: usize = 1024;
+pub const MAX_MAINLINE_PLIES: usize = 1024;
 
 /// Follows the best move of [`probe`] until mate, a draw claim or a drawn
 /// position.
@@ -540,4 +577,71 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
 /// DTZ as `shakmaty_syzygy` types.
 fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
     info.dtz50.map(Dtz50::to_syzygy)
+}
+
+/// Why a position has no value: castling rights, more pieces than any
+/// table, or a missing table (named).
+pub fn not_covered(tb: &Tablebases, pos: &Chess) -> ApiError {
+    if pos.castles().any() {
+        return ApiError::CastlingRights;
+    }
+    if let Err(err) = check_coverage(tb, pos) {
+        return err;
+    }
+    ApiError::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) }
+}
+
+/// WDL50 at clock 0, and DTZ50'' where a table has it.
+type WdlDtz = (Wdl, Option<MaybeRounded<Dtz>>);
+
+/// WDL50 (at clock 0) and DTZ50'' of a position, by the rules where the game
+/// is over. `Ok(None)` when no table has it.
+fn wdl_dtz(tb: &Tablebases, pos: &Chess) -> Result<Option<WdlDtz>, ApiError> {
+    let legal = pos.legal_moves();
+    if legal.is_empty() {
+        return Ok(Some(if pos.is_check() {
+            (Wdl::Loss, Some(MaybeRounded::Precise(Dtz(-1))))
+        } else {
+            (Wdl::Draw, Some(MaybeRounded::Precise(Dtz(0))))
+        }));
+    }
+    if pos.is_insufficient_material() {
+        return Ok(Some((Wdl::Draw, Some(MaybeRounded::Precise(Dtz(0))))));
+    }
+    if let Some(dtz) = tb.dtz(pos).map_err(|e| api_error(tb, e))? {
+        return Ok(Some((Wdl::from_dtz_after_zeroing(dtz.value), Some(dtz.value))));
+    }
+    Ok(tb.wdl(pos).map_err(|e| api_error(tb, e))?.map(|wdl| (wdl.value, None)))
+}
+
+/// The move `shakmaty_syzygy::Tablebase::best_move` would choose, for
+/// sources other than Syzygy files, by the same rule: among the moves with
+/// the best WDL50 (the clock ignored), a mate first, then zeroing moves
+/// first when winning and last when losing, then the DTZ after the move
+/// closest to zero when winning and farthest when losing; the first such
+/// move in `legal_moves()` order. `Ok(None)` when there is no legal move;
+/// an error when a move's result is unknown.
+pub fn dtz_best_move(tb: &Tablebases, pos: &Chess) -> Result<Option<(Move, MaybeRounded<Dtz>)>, ApiError> {
+    if let Some(best) = tb.best_move(pos).map_err(|e| api_error(tb, e))? {
+        return Ok(best.value);
+    }
+    let mut rated = Vec::new();
+    for m in pos.legal_moves() {
+        let mut after = pos.clone();
+        after.play_unchecked(m);
+        let Some((wdl, dtz)) = wdl_dtz(tb, &after)? else { return Err(not_covered(tb, &after)) };
+        rated.push((m, after, wdl, dtz));
+    }
+    let Some(best_wdl) = rated.iter().map(|r| r.2).min() else { return Ok(None) };
+    let mut candidates = Vec::new();
+    for (m, after, _, dtz) in rated.into_iter().filter(|r| r.2 == best_wdl) {
+        // Like the library, DTZ is needed only for the moves that keep the best WDL.
+        let dtz = dtz.ok_or_else(|| not_covered(tb, &after))?;
+        let mate = dtz.ignore_rounding() == Dtz(-1) && after.is_checkmate();
+        candidates.push((m, dtz, mate));
+    }
+    Ok(candidates
+        .into_iter()
+        .min_by_key(|&(m, dtz, mate)| (Reverse(mate), m.is_zeroing() ^ dtz.is_negative(), Reverse(dtz.ignore_rounding())))
+        .map(|(m, dtz, _)| (m, dtz)))
 }

@@ -15,6 +15,17 @@ pub const MAX_HALFMOVE_CLOCK: u32 = 10_000;
 /// Parses a FEN (underscores may stand for spaces, as in URLs of the lichess
 /// API) into a position tablebases can answer for.
 pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
+    let pos = parse_position(fen)?;
+    if pos.castles().any() {
+        return Err(ApiError::CastlingRights);
+    }
+    Ok(pos)
+}
+
+/// Parses a FEN into any legal position, castling rights included (the
+/// lichess-compatible endpoints rate the moves of such positions, each of
+/// which may lose the rights).
+pub fn parse_position(fen: &str) -> Result<Chess, ApiError> {
     let fen = fen.trim();
     if fen.is_empty() {
         return Err(ApiError::InvalidFen("empty".to_owned()));
@@ -33,9 +44,6 @@ pub fn parse_fen(fen: &str) -> Result<Chess, ApiError> {
         .or_else(|err| err.ignore_impossible_check())
         // shakmaty's text starts with "illegal position: " already.
         .map_err(|err| ApiError::IllegalPosition(err.to_string().trim_start_matches("illegal position: ").to_owned()))?;
-    if pos.castles().any() {
-        return Err(ApiError::CastlingRights);
-    }
     if pos.halfmoves() > MAX_HALFMOVE_CLOCK {
         return Err(ApiError::InvalidFen(format!("half-move clock {} is larger than {MAX_HALFMOVE_CLOCK}", pos.halfmoves())));
     }
@@ -69,5 +77,10 @@ mod tests {
         assert!(parse_fen("4k3/8/8/8/8/8/8/4K2R w - - 10000 1").is_ok());
         // Invalid castling rights are dropped rather than rejected.
         assert!(parse_fen("4k3/8/8/8/8/8/8/4K3 w KQ - 0 1").is_ok());
+        // Valid ones are kept where the caller accepts them.
+        assert_eq!(normalized_fen(&parse_position("4k3/8/8/8/8/8/8/4K2R w KQ - 0 1").unwrap()), "4k3/8/8/8/8/8/8/4K2R w K - 0 1");
+        // More material than a game can have is illegal, whatever the tables.
+        let crowded = "qqqqkqqq/qqqqqqqq/8/8/8/8/QQQQQQQQ/QQQQKQQQ w - - 0 1";
+        assert_eq!(parse_position(crowded).unwrap_err().to_string(), "illegal position: too much material");
     }
 }

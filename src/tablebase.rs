@@ -9,7 +9,7 @@
 
 use std::sync::Arc;
 
-use shakmaty::{Chess, FromSetup, Position};
+use shakmaty::{Chess, FromSetup, Move, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
@@ -65,6 +65,11 @@ impl Tablebases {
         pos: &Chess,
         probe: impl Fn(&dyn TableSource) -> ProbeResult<T>,
     ) -> ProbeResult<Sourced<T>> {
+        // No table holds positions with castling rights; sources are never
+        // asked about them (lichess-compatible answers reach here with them).
+        if pos.castles().any() {
+            return Ok(None);
+        }
         let mut error: Option<Unanswered> = None;
         for source in &self.sources {
             match probe(source.as_ref()) {
@@ -98,6 +103,12 @@ impl Tablebases {
     /// Signed plies to mate under the 50-move rule at the position's clock.
     pub fn dtm50_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
         self.first(ProbeMetric::Dtm50, pos, |s| s.probe_dtm50_plies(pos))
+    }
+
+    /// `shakmaty_syzygy`'s best move and the DTZ after it, from the first
+    /// source that implements it and covers the position and every move.
+    pub fn best_move(&self, pos: &Chess) -> ProbeResult<Sourced<Option<(Move, MaybeRounded<Dtz>)>>> {
+        self.first(ProbeMetric::Dtz, pos, |s| s.best_move(pos))
     }
 
     /// How far the built-in tables of `material` (e.g. `KPPvK`) are from

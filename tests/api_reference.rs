@@ -79,7 +79,7 @@ fn lichess_endpoint_matches_reference_positions() {
         if let Some(best) = a["moves"].as_array().unwrap().first() {
             let flip = |c: &str| match c {
                 "win" => "loss", "loss" => "win", "cursed-win" => "blessed-loss", "blessed-loss" => "cursed-win",
-                "maybe-win" => "maybe-loss", "maybe-loss" => "maybe-win", other => other,
+                "syzygy-win" => "syzygy-loss", "syzygy-loss" => "syzygy-win", other => other,
             }.to_owned();
             assert_eq!(a["category"].as_str().unwrap(), flip(best["category"].as_str().unwrap()), "{fen}");
         }

@@ -91,7 +91,12 @@ fn errors_are_documented_with_their_codes_and_statuses() {
         for (method, operation) in item.as_object().unwrap() {
             let takes_fen = operation["parameters"].as_array().into_iter().flatten().any(|p| p["name"] == "fen");
             if takes_fen && path != "/board.svg" {
-                for status in ["400", "422"] {
+                // The lichess-compatible endpoints answer as lichess: 400 for
+                // illegal positions too, never 422.
+                let lichess = path.starts_with("/standard");
+                let statuses: &[&str] = if lichess { &["400"] } else { &["400", "422"] };
+                assert_eq!(operation["responses"]["422"].is_object(), !lichess, "{method} {path}: 422");
+                for &status in statuses {
                     let response = &operation["responses"][status];
                     assert!(response.is_object(), "{method} {path} lacks {status}");
                     assert_eq!(response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody", "{method} {path} {status}: {response}");
@@ -102,4 +107,6 @@ fn errors_are_documented_with_their_codes_and_statuses() {
     // Each documented error status is what the server really answers.
     let (status, body) = server.get("/api/v1/probe?fen=8/8/8/8/8/8/8/8_w_-_-_0_1");
     assert_eq!((status, body["error"]["code"].as_str()), (422, Some("illegal_position")));
+    let (status, body) = server.get("/standard?fen=8/8/8/8/8/8/8/8_w_-_-_0_1");
+    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("illegal_position")));
 }

@@ -487,6 +487,18 @@ async fn answer_fen<T: Answer>(
     endpoint: Endpoint,
     work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
 ) -> Result<Response, ApiError> {
+    answer_parsed(state, request, endpoint, parse_fen, work).await
+}
+
+/// [`answer_fen`] with the FEN read by `parse` (the lichess endpoints accept
+/// castling rights).
+async fn answer_parsed<T: Answer>(
+    state: &AppState,
+    request: FenRequest,
+    endpoint: Endpoint,
+    parse: fn(&str) -> Result<Chess, ApiError>,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
+) -> Result<Response, ApiError> {
     let generation = state.generation.load(Ordering::SeqCst);
     if let Some(hot) = &state.hot
         && let Some(hit) = hot.get(request.path_and_query(), generation)
@@ -494,7 +506,7 @@ async fn answer_fen<T: Answer>(
         state.telemetry.record_cache(true);
         return Ok(hit.response(request.format));
     }
-    let pos = request.position()?;
+    let pos = parse(&fen_param(Query::try_from_uri(&request.uri))?)?;
     let key = normalized_fen(&pos);
     let encoded = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.encode())).await?;
     // Partial answers are not kept here either.

@@ -11,7 +11,7 @@ pub mod syzygy;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use shakmaty::Chess;
+use shakmaty::{Chess, Move};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::domain::Source;
@@ -94,6 +94,14 @@ pub trait TableSource: Send + Sync {
     /// Signed plies to mate under the 50-move rule at the position's own
     /// half-move clock; 0 for a draw at that clock.
     fn probe_dtm50_plies(&self, _pos: &Chess) -> ProbeResult<i32> {
+        Ok(None)
+    }
+
+    /// The move `shakmaty_syzygy::Tablebase::best_move` picks (the
+    /// lichess-compatible mainline) and the DTZ after it; `Some(None)` when
+    /// there is no legal move. Only Syzygy answers; the other sources leave
+    /// it to [`crate::probe::dtz_best_move`], which follows the same rule.
+    fn best_move(&self, _pos: &Chess) -> ProbeResult<Option<(Move, MaybeRounded<Dtz>)>> {
         Ok(None)
     }
 

@@ -9,7 +9,7 @@ use std::{
     sync::Mutex,
 };
 
-use shakmaty::{Chess, Position};
+use shakmaty::{Chess, Move, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Metric, ProbeError, SyzygyError, Tablebase, Wdl};
 use tracing::{info, warn};
 
@@ -121,6 +121,13 @@ impl SyzygySource {
             self.found.lock().unwrap_or_else(|e| e.into_inner()).insert(err.table.clone(), err.reason.clone());
         }
         result.map_err(Into::into)
+    }
+
+    /// One piece more than the largest table can still be answered when a
+    /// capture wins (the library resolves captures first, as lichess's
+    /// server does); two more never can, so those are not even tried.
+    fn beyond_reach(&self, pos: &Chess) -> bool {
+        pos.board().occupied().count() > self.tablebase.max_pieces() + 1
     }
 
     pub fn tablebase(&self) -> &Tablebase<Chess> {
@@ -243,17 +250,24 @@ impl TableSource for SyzygySource {
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
-        if pos.board().occupied().count() > self.tablebase.max_pieces() {
+        if self.beyond_reach(pos) {
             return Ok(None);
         }
         self.guarded(pos, Metric::Wdl, || self.tablebase.probe_wdl_after_zeroing(pos))
     }
 
     fn probe_dtz(&self, pos: &Chess) -> ProbeResult<MaybeRounded<Dtz>> {
-        if pos.board().occupied().count() > self.tablebase.max_pieces() {
+        if self.beyond_reach(pos) {
             return Ok(None);
         }
         self.guarded(pos, Metric::Dtz, || self.tablebase.probe_dtz(pos))
+    }
+
+    fn best_move(&self, pos: &Chess) -> ProbeResult<Option<(Move, MaybeRounded<Dtz>)>> {
+        if self.beyond_reach(pos) {
+            return Ok(None);
+        }
+        self.guarded(pos, Metric::Dtz, || self.tablebase.best_move(pos))
     }
 
     fn tables(&self) -> Vec<TableInfo> {
