@@ -205,6 +205,8 @@ function showMessage(text, kind = 'error') {
 async function probe(fen) {
   const seq = ++state.probeSeq;
   state.answer = null;
+  // Not ready until this answer is shown (the tests wait for 'ready').
+  document.body.dataset.state = 'probing';
   setVerdict('unknown', 'Probing…');
   $('facts').textContent = '';
   $('moves').tBodies[0].textContent = '';
@@ -217,6 +219,7 @@ async function probe(fen) {
     if (seq !== state.probeSeq) return;
     showMessage('Could not reach the server: ' + e.message);
     setVerdict('unknown', 'No answer');
+    document.body.dataset.state = 'error';
     return;
   }
   if (seq !== state.probeSeq) return; // a newer position was requested meanwhile
