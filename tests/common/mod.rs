@@ -174,8 +174,11 @@ pub fn sample_seed() -> u64 {
             let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
             t.as_nanos() as u64 ^ u64::from(std::process::id()) << 32
         });
-        let tier = if exhaustive() { "exhaustive tier (TBSERVER_EXHAUSTIVE=1)" } else { "quick tier, samples" };
-        report!("{tier}; sample seed {seed:#x} (repeat with TBSERVER_TEST_SEED={seed:#x})");
+        if exhaustive() {
+            report!("exhaustive tier (TBSERVER_EXHAUSTIVE=1): whole populations, no samples");
+        } else {
+            report!("quick tier: samples, seed {seed:#x} (repeat with TBSERVER_TEST_SEED={seed:#x})");
+        }
         seed
     })
 }
