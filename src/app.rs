@@ -23,9 +23,7 @@ pub fn open_tablebases(config: &Config) -> Tablebases {
 /// Syzygy and Gaviota directories only, without built-in tables: the table
 /// files under test, for tests, benchmarks and tools.
 pub fn open_table_dirs(syzygy: &[std::path::PathBuf], gaviota: &[std::path::PathBuf]) -> Tablebases {
-    let mut config = Config::default();
-    config.syzygy = syzygy.to_vec();
-    config.gaviota = gaviota.to_vec();
+    let mut config = Config { syzygy: syzygy.to_vec(), gaviota: gaviota.to_vec(), ..Config::default() };
     config.builtin.mode = BuiltinMode::Off;
     open_tablebases(&config)
 }

@@ -190,10 +190,10 @@ fn parse(src: &str) -> Module {
                     if !inline.is_empty() && p[0] == "super" {
                         p[0] = "self".into();
                     }
-                    if public && inline.is_empty() {
-                        if let Some(name) = name {
-                            m.reexports.insert(name, p.clone());
-                        }
+                    if public && inline.is_empty()
+                        && let Some(name) = name
+                    {
+                        m.reexports.insert(name, p.clone());
                     }
                     m.uses.push(p);
                 }

@@ -28,10 +28,10 @@ pub(super) fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usi
     for i in 0..l.n {
         if sq[i] != NONE {
             let (c, mut role) = l.men[i];
-            if let Some((j, r)) = promoted {
-                if j == i {
-                    role = r;
-                }
+            if let Some((j, r)) = promoted
+                && j == i
+            {
+                role = r;
             }
             men.push((c, role, sq[i]));
         }
