@@ -68,7 +68,7 @@ fn movegen_nodes(p: &Chess, depth: u32) -> u64 {
 
 fn bench(c: &mut Criterion) {
     let dir = shared();
-    let tables = Tablebases::from_dirs(&[dir.join("tables/syzygy")], &[dir.join("tables/gaviota")]);
+    let tables = tbserver::app::open_table_dirs(&[dir.join("tables/syzygy")], &[dir.join("tables/gaviota")]);
     let positions: Vec<Chess> = NPS_POSITIONS.iter().filter_map(|f| usable(&tables, f)).collect();
     let opts = SearchOptions { threads: 1, hash_mb: 64 };
     let limits = Limits { depth: Some(7), ..Default::default() };
@@ -109,7 +109,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    let syzygy_only = WithoutDtm(Tablebases::from_dirs(&[dir.join("tables/syzygy")], &[]));
+    let syzygy_only = WithoutDtm(tbserver::app::open_table_dirs(&[dir.join("tables/syzygy")], &[]));
     let mut g = c.benchmark_group("time_to_exact_mate");
     g.sample_size(10);
     for fen in MATE_POSITIONS {

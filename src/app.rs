@@ -33,6 +33,14 @@ fn open_with(config: &Config, waiting: Waiting) -> Tablebases {
     Tablebases::new(sources)
 }
 
+/// Syzygy and Gaviota directories only, without built-in tables: the table
+/// files under test, for tests, benchmarks and tools.
+pub fn open_table_dirs(syzygy: &[std::path::PathBuf], gaviota: &[std::path::PathBuf]) -> Tablebases {
+    let mut config = Config { syzygy: syzygy.to_vec(), gaviota: gaviota.to_vec(), ..Config::default() };
+    config.builtin.mode = BuiltinMode::Off;
+    open_tablebases(&config)
+}
+
 /// Indexes the table directories again (files added, replaced or removed
 /// since), keeping the built-in source of `current`: its store holds the
 /// tables generated so far. Probes holding `current` keep using it, and its

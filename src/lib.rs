@@ -16,6 +16,7 @@ pub mod error;
 pub mod http;
 pub mod material;
 pub mod probe;
+pub mod probe_counts;
 pub mod request;
 pub mod search;
 pub mod sources;

@@ -14,9 +14,9 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
     domain::{Source, Sourced},
+    probe_counts::{ProbeCounts, ProbeMetric},
     search::Oracle,
     sources::{ProbeResult, TableInfo, TableSource, Unanswered},
-    telemetry::{ProbeCounts, ProbeMetric},
 };
 
 pub struct Tablebases {
@@ -29,16 +29,6 @@ pub struct Tablebases {
 impl Tablebases {
     pub fn new(sources: Vec<Arc<dyn TableSource>>) -> Tablebases {
         Tablebases { sources, probes: ProbeCounts::default() }
-    }
-
-    /// Syzygy and Gaviota directories only, without built-in tables: the
-    /// table files under test, for tests, benchmarks and tools.
-    pub fn from_dirs(syzygy: &[std::path::PathBuf], gaviota: &[std::path::PathBuf]) -> Tablebases {
-        let mut config = crate::config::Config::default();
-        config.syzygy = syzygy.to_vec();
-        config.gaviota = gaviota.to_vec();
-        config.builtin.mode = crate::config::BuiltinMode::Off;
-        crate::app::open_tablebases(&config)
     }
 
     /// Most pieces any source covers.

@@ -251,7 +251,7 @@ fn truncation_in_place_is_a_table_error_with_read_io() {
 #[ignore = "run by truncation_in_place_while_mapped_is_fatal_with_mmap in a child process"]
 fn truncate_mapped_table_child() {
     let dir = PathBuf::from(std::env::var_os("TBSERVER_TRUNCATE_DIR").expect("run by the parent test"));
-    let tb = tbserver::tablebase::Tablebases::from_dirs(std::slice::from_ref(&dir), &[]);
+    let tb = tbserver::app::open_table_dirs(std::slice::from_ref(&dir), &[]);
     let pos = tbserver::request::parse_fen(KQVKR).unwrap();
     assert!(tb.wdl(&pos).unwrap().is_some());
     eprintln!("child: probed before truncation");

@@ -1,7 +1,12 @@
 //! The built-in tables against Syzygy (WDL50, DTZ50''), Gaviota (DTM, 3
 //! pieces) and an independent one-ply check of every position against its
 //! successors (shakmaty move generation, table values of the children).
-//! Every legal position of every table, both sides to move.
+//!
+//! Quick tier (`cargo test --release`): in every table, a uniform random
+//! sample of its legal positions (both sides to move; sizes per check below,
+//! whole tables where they are not much larger), seeded and printed.
+//! Exhaustive tier (`TBSERVER_EXHAUSTIVE=1`, `scripts/verify-all.sh`): every
+//! legal position of every table. Same checks either way.
 //!
 //! Run in release mode: `cargo test --release --test builtin_vs_tables`.
 
@@ -33,6 +38,7 @@ fn store() -> &'static Store {
         let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+        common::sample_seed();
         let store = Store::new(dir, true);
         if std::env::var_os("TBSERVER_BUILTIN_TEST_ONLY").is_none() {
             let s = tbserver::builtin::generate_in(&store, max_pieces(), &|_| {}).expect("generate");
@@ -57,6 +63,18 @@ fn materials(max: usize) -> Vec<Material> {
         .collect()
 }
 
+/// Quick-tier sample sizes per table and check (legal positions). With `n`
+/// positions drawn, a fault in a fraction `f` of a table's positions goes
+/// unseen with probability about `exp(-n f)`. A wrong index or symmetry
+/// touches a large share of a table (every position with some king
+/// square, say 1/10); a fault confined to 1 position in 2,000 is still
+/// seen with probability 1 - 4e-6 at 25,000 and 1 - 1e-11 at 50,000. The
+/// Gaviota sample exceeds every 3-piece table: those are checked whole.
+const SYZYGY_SAMPLE: usize = 50_000;
+const GAVIOTA_SAMPLE: usize = 100_000;
+const SUCCESSOR_SAMPLE: usize = 25_000;
+const MATE_ONLY_SAMPLE: usize = 100_000;
+
 fn chess(l: &Layout, p: &Pos) -> Chess {
     let mut board = Board::empty();
     for i in 0..l.n {
@@ -71,18 +89,64 @@ fn chess(l: &Layout, p: &Pos) -> Chess {
         .expect("legal table position")
 }
 
-/// Every legal position of `m` with its stored (DTZ, DTM), in parallel.
-fn for_each_position(m: &Material, f: impl Fn(&Chess, u16, u16) + Sync) -> u64 {
+/// How many positions of a table a check covered, of how many.
+struct Checked {
+    n: u64,
+    of: u64,
+    all: bool,
+}
+
+impl std::fmt::Display for Checked {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.all {
+            write!(f, "{:>9} positions (all)", self.n)
+        } else {
+            write!(f, "{:>9} positions (sample of {})", self.n, self.of)
+        }
+    }
+}
+
+/// The indexes to check in `m`: all of them in the exhaustive tier; in the
+/// quick tier `sample` legal positions drawn uniformly at random (distinct),
+/// or all where the table holds fewer than twice that.
+fn indexes(t: &tbserver::builtin::Table, check: &str, sample: usize) -> Option<Vec<u32>> {
+    if common::exhaustive() || t.legal_positions <= 2 * sample as u64 {
+        return None;
+    }
+    let mut rng = common::rng_for(common::sample_seed(), &format!("{check}/{}", t.material.name()));
+    let mut picked = std::collections::BTreeSet::new();
+    while picked.len() < sample {
+        let idx = rng.below(t.layout.size as u64) as u32;
+        if t.layout.decode(idx).is_some() {
+            picked.insert(idx);
+        }
+    }
+    Some(picked.into_iter().collect())
+}
+
+/// Legal positions of `m` with their stored (DTZ, DTM), in parallel: every
+/// one, or a sample of `sample` in the quick tier (see [`indexes`]).
+fn for_each_position(m: &Material, check: &str, sample: usize, f: impl Fn(&Chess, u16, u16) + Sync) -> Checked {
     let t = store().table(m).unwrap();
     let l = &t.layout;
     let count = AtomicU64::new(0);
-    (0..l.size as u32).into_par_iter().with_min_len(4096).for_each(|idx| {
+    let visit = |idx: u32| {
         if let Some(p) = l.decode(idx) {
             f(&chess(l, &p), t.dtz(idx), t.dtm(idx));
             count.fetch_add(1, Ordering::Relaxed);
         }
-    });
-    count.into_inner()
+    };
+    let sample = indexes(&t, check, sample);
+    let all = sample.is_none();
+    match sample {
+        None => (0..l.size as u32).into_par_iter().with_min_len(4096).for_each(visit),
+        Some(sample) => sample.into_par_iter().with_min_len(64).for_each(visit),
+    }
+    let n = count.into_inner();
+    if all {
+        assert_eq!(n, t.legal_positions, "{}: legal positions decoded against the header's count", m.name());
+    }
+    Checked { n, of: t.legal_positions, all }
 }
 
 struct Failures(std::sync::Mutex<Vec<String>>);
@@ -136,7 +200,7 @@ fn wdl_and_dtz_equal_syzygy() {
     let Some(dir) = common::syzygy_dir() else { return };
     let mut tb = Tablebase::<Chess>::new();
     tb.add_directory(&dir).expect("syzygy directory");
-    let (mut total, mut total_rounded, mut total_explained) = (0, 0, 0);
+    let (mut total, mut total_of, mut total_rounded, mut total_explained) = (0, 0, 0, 0);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
     // Tables with pawns first: promotions, en passant and cursed results live there.
@@ -144,7 +208,7 @@ fn wdl_and_dtz_equal_syzygy() {
         let rounded = AtomicU64::new(0);
         let explained = AtomicU64::new(0);
         let bad_before = bad.load(Ordering::Relaxed);
-        let n = for_each_position(&m, |pos, dtz, _| {
+        let c = for_each_position(&m, "syzygy", SYZYGY_SAMPLE, |pos, dtz, _| {
             if pos.is_checkmate() || pos.is_stalemate() {
                 // Decided by the rules before any table is asked; the table
                 // still stores them, as lost in 0 plies and drawn.
@@ -187,16 +251,17 @@ fn wdl_and_dtz_equal_syzygy() {
         let bad_here = bad.load(Ordering::Relaxed) - bad_before;
         let e = explained.into_inner();
         report!(
-            "{:<8} {n:>9} positions vs Syzygy ({r} with rounded DTZ, {e} losses one ply longer than Syzygy's \
+            "{:<8} {c} vs Syzygy ({r} with rounded DTZ, {e} losses one ply longer than Syzygy's \
              via a rounded successor), {bad_here} mismatches",
             m.name()
         );
         total_explained += e;
-        total += n;
+        total += c.n;
+        total_of += c.of;
         total_rounded += r;
     }
     report!(
-        "total    {total:>9} positions vs Syzygy ({total_rounded} with rounded DTZ, {total_explained} losses explained by a rounded successor)"
+        "total    {total:>9} of {total_of} positions vs Syzygy ({total_rounded} with rounded DTZ, {total_explained} losses explained by a rounded successor)"
     );
     failures.check(bad.into_inner());
 }
@@ -208,9 +273,9 @@ fn dtm_equals_gaviota_for_three_pieces() {
     let gaviota = GaviotaSource::open(&[dir], 32 << 20);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
-    let mut total = 0;
+    let (mut total, mut total_of) = (0, 0);
     for m in materials(3) {
-        let n = for_each_position(&m, |pos, _, dtm| {
+        let c = for_each_position(&m, "gaviota", GAVIOTA_SAMPLE, |pos, _, dtm| {
             let theirs = gaviota.probe_dtm_plies(pos).expect("gaviota probe").expect("3-piece table present");
             let ours = value::signed_plies(dtm);
             if theirs != ours {
@@ -221,10 +286,11 @@ fn dtm_equals_gaviota_for_three_pieces() {
                 ));
             }
         });
-        report!("{:<8} {n:>9} positions vs Gaviota DTM", m.name());
-        total += n;
+        report!("{:<8} {c} vs Gaviota DTM", m.name());
+        total += c.n;
+        total_of += c.of;
     }
-    report!("total    {total:>9} positions vs Gaviota DTM");
+    report!("total    {total:>9} of {total_of} positions vs Gaviota DTM");
     failures.check(bad.into_inner());
 }
 
@@ -236,11 +302,11 @@ fn every_value_is_consistent_with_its_successors() {
     let s = store();
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
-    let mut total = 0;
+    let (mut total, mut total_of) = (0, 0);
     let mut total_clocks = 0;
     for m in materials(4) {
         let clocks = AtomicU64::new(0);
-        let n = for_each_position(&m, |pos, dtz, dtm| {
+        let c = for_each_position(&m, "successors", SUCCESSOR_SAMPLE, |pos, dtz, dtm| {
             let fen = || shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
             // Segments of this position, then of each quiet reply (`quiet`
             // holds their ranges).
@@ -331,15 +397,18 @@ fn every_value_is_consistent_with_its_successors() {
                 failures.add(format!("{}: {e}", fen()));
             }
         });
-        let c = clocks.into_inner();
+        let runs = clocks.into_inner();
         report!(
-            "{:<8} {n:>9} positions checked against their successors (DTM50 at all 100 clocks, {c} constant runs)",
+            "{:<8} {c} checked against their successors (DTM50 at all 100 clocks, {runs} constant runs)",
             m.name()
         );
-        total += n;
-        total_clocks += c;
+        total += c.n;
+        total_of += c.of;
+        total_clocks += runs;
     }
-    report!("total    {total:>9} positions checked against their successors, DTM50 in {total_clocks} constant runs");
+    report!(
+        "total    {total:>9} of {total_of} positions checked against their successors, DTM50 in {total_clocks} constant runs"
+    );
     failures.check(bad.into_inner());
 }
 
@@ -398,13 +467,13 @@ fn dtz_equals_dtm_where_only_mate_zeroes() {
         if !materials(4).contains(&m) {
             continue;
         }
-        let n = for_each_position(&m, |pos, dtz, dtm| {
+        let c = for_each_position(&m, "mate-only", MATE_ONLY_SAMPLE, |pos, dtz, dtm| {
             if dtz != dtm {
                 bad.fetch_add(1, Ordering::Relaxed);
                 failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
             }
         });
-        report!("{name:<8} {n:>9} positions with DTZ == DTM");
+        report!("{name:<8} {c} with DTZ == DTM");
     }
     failures.check(bad.into_inner());
 }

@@ -294,7 +294,7 @@ impl tbserver::sources::TableSource for WithoutBestMove {
 #[test]
 fn own_best_move_rule_equals_the_library_s() {
     let (Some(reference), Some(dir)) = (reference_file(), syzygy_dir()) else { return };
-    let syzygy = tbserver::tablebase::Tablebases::from_dirs(std::slice::from_ref(&dir), &[]);
+    let syzygy = tbserver::app::open_table_dirs(std::slice::from_ref(&dir), &[]);
     let wrapped: Vec<std::sync::Arc<dyn tbserver::sources::TableSource>> =
         syzygy.source_handles().map(|s| std::sync::Arc::new(WithoutBestMove(std::sync::Arc::clone(s))) as _).collect();
     let own = tbserver::tablebase::Tablebases::new(wrapped);

@@ -11,7 +11,6 @@ use common::{Rng, random_position};
 use shakmaty::{CastlingMode, Chess, Position};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
-use tbserver::tablebase::Tablebases;
 use tbserver::search::{
     Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, WithoutDtm, analyse, mate_bound,
 };
@@ -19,7 +18,7 @@ use tbserver::search::{
 fn tables(gaviota: bool) -> Option<impl Oracle> {
     let syzygy = common::syzygy_dir()?;
     let gav = if gaviota { vec![common::gaviota_dir()?] } else { Vec::new() };
-    Some(Tablebases::from_dirs(&[syzygy], &gav))
+    Some(tbserver::app::open_table_dirs(&[syzygy], &gav))
 }
 
 fn pos(fen: &str) -> Chess {

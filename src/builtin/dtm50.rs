@@ -15,8 +15,8 @@
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
 use super::{
-    generate::{Succ, for_each_move, for_each_unmove},
     index::Layout,
+    moves::{Succ, for_each_move, for_each_unmove},
     value::{self, DRAW, UNKNOWN},
 };
 

@@ -3,6 +3,7 @@
 //!
 //! - [`material`]: which tables exist and in which order they are generated;
 //! - [`index`]: positions of a table and their symmetric index;
+//! - [`moves`]: move generation inside a table's index space;
 //! - [`generate`]: the retrograde analysis;
 //! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
@@ -15,6 +16,7 @@ pub mod format;
 pub mod generate;
 pub mod index;
 pub mod material;
+pub mod moves;
 pub mod schedule;
 pub mod store;
 pub mod value;

@@ -30,6 +30,16 @@ const MAX_PLY: usize = 128;
 /// exact KRBvKR mate 12 % faster; 3 was faster still at fixed depth but
 /// slower to prove mates.
 const SLOW_PROBE_DEPTH: i32 = 2;
+/// Whether a tablebase-sized node with `depth` plies left at half-move clock
+/// `clock` is probed; quiescence nodes ask with depth 0. Above the horizon
+/// always; at and beyond it only just after a capture or pawn move
+/// (Stockfish's rule): after a quiet move the line stays in its parent's
+/// table, whose own probe bounds it already.
+#[inline]
+fn probes_at(depth: i32, clock: u32) -> bool {
+    depth > 0 || clock == 0
+}
+
 /// A probed draw is searched on (to improve its swindle score) at this depth.
 const SWINDLE_SEARCH_DEPTH: i32 = 16;
 
@@ -436,11 +446,7 @@ impl<'a> Worker<'a> {
         }
         // Table probes behave like TT hits of infinite depth.
         let (mut lo, mut hi) = (-INF, INF);
-        // At the horizon only a position just reached by a zeroing move is
-        // probed (Stockfish's rule): after a quiet move the line stays in its
-        // parent's table, whose own probe bounds it already.
-        let probe_here = depth > 0 || clock == 0;
-        if ply > 0 && probe_here && self.is_tb_sized(pos) {
+        if ply > 0 && probes_at(depth, clock) && self.is_tb_sized(pos) {
             match self.probe(pos, hash, ply, alpha, beta, depth < SLOW_PROBE_DEPTH) {
                 Some(TbValue::Exact(v)) => {
                     let is_draw = v.abs() < MATE_IN_MAX;
@@ -559,10 +565,8 @@ impl<'a> Worker<'a> {
             if moves.is_empty() {
                 return 0;
             }
-            // Beyond the horizon a table value beats any capture sequence;
-            // as in `search`, only positions just after a capture or pawn
-            // move are probed.
-            if pos.halfmoves() == 0 {
+            // Beyond the horizon a table value beats any capture sequence.
+            if probes_at(0, pos.halfmoves()) {
                 match self.probe(pos, hash, ply, alpha, beta, true) {
                     Some(TbValue::Exact(v)) => return v,
                     Some(TbValue::Range(l, h)) => return evaluate(pos).clamp(l, h),

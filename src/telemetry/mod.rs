@@ -3,9 +3,7 @@
 //!
 //! Requests, cache and search metrics live in a `prometheus-client` registry
 //! owned by the server; probe counts live in [`Tablebases`] (lock-free, see
-//! [`probes`]) and, like table sizes, are read only when scraped.
-
-mod probes;
+//! [`crate::probe_counts`]) and, like table sizes, are read only when scraped.
 
 use std::{fmt, sync::Arc, time::Duration};
 
@@ -22,7 +20,7 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-pub use probes::{ProbeCount, ProbeCounts, ProbeMetric};
+pub use crate::probe_counts::{ProbeCount, ProbeCounts, ProbeMetric};
 
 use crate::{domain::Source, tablebase::Tablebases};
 

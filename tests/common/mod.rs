@@ -162,3 +162,62 @@ macro_rules! report {
         let _ = writeln!(std::io::stderr(), $($arg)*);
     }};
 }
+
+/// Which tier runs: the quick one (`cargo test --release`) checks random
+/// samples of every population; `TBSERVER_EXHAUSTIVE=1` (what
+/// `scripts/verify-all.sh` sets) checks every member of it. Same code,
+/// same assertions, only the population differs.
+pub fn exhaustive() -> bool {
+    std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1")
+}
+
+/// The seed of this test binary's random samples: `TBSERVER_TEST_SEED`
+/// (decimal or 0x-hex) to repeat a run, otherwise new each run. Printed once,
+/// so that a failure can be reproduced.
+pub fn sample_seed() -> u64 {
+    static SEED: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+    *SEED.get_or_init(|| {
+        let given = std::env::var("TBSERVER_TEST_SEED").ok().map(|v| parse_seed(&v));
+        let seed = given.unwrap_or_else(|| {
+            let t = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap();
+            t.as_nanos() as u64 ^ u64::from(std::process::id()) << 32
+        });
+        if exhaustive() {
+            report!("exhaustive tier (TBSERVER_EXHAUSTIVE=1): whole populations, no samples");
+        } else {
+            report!("quick tier: samples, seed {seed:#x} (repeat with TBSERVER_TEST_SEED={seed:#x})");
+        }
+        seed
+    })
+}
+
+/// The seed of a test whose sample is fixed (its figures are compared across
+/// runs, or its assertions count kinds of positions): `fixed`, unless
+/// `TBSERVER_TEST_SEED` gives another. Printed.
+pub fn fixed_seed(test: &str, fixed: u64) -> u64 {
+    let seed = std::env::var("TBSERVER_TEST_SEED").ok().map_or(fixed, |v| parse_seed(&v));
+    report!("{test}: seed {seed:#x}");
+    seed
+}
+
+fn parse_seed(v: &str) -> u64 {
+    let v = v.trim();
+    let parsed = match v.strip_prefix("0x") {
+        Some(hex) => u64::from_str_radix(hex, 16),
+        None => v.parse(),
+    };
+    parsed.unwrap_or_else(|_| panic!("TBSERVER_TEST_SEED={v}: not a number"))
+}
+
+/// A generator for one named part of a sample (a table, a material): the
+/// run's seed mixed with the name, so that each part's sample does not
+/// depend on the others or on their order. Never zero (xorshift's fixed point).
+pub fn rng_for(seed: u64, part: &str) -> Rng {
+    // FNV-1a of the name, then splitmix64's finaliser.
+    let mut h = part.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+    h ^= seed;
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    Rng(h.max(1))
+}

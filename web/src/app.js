@@ -211,6 +211,8 @@ async function probe(fen, refresh = false) {
   clearTimeout(state.retryTimer);
   if (!refresh) {
     state.answer = null;
+    // Not ready until this answer is shown (the tests wait for 'ready').
+    document.body.dataset.state = 'probing';
     setVerdict('unknown', 'Probing…');
     $('facts').textContent = '';
     $('moves').tBodies[0].textContent = '';
@@ -224,6 +226,7 @@ async function probe(fen, refresh = false) {
     if (seq !== state.probeSeq) return;
     showMessage('Could not reach the server: ' + e.message);
     setVerdict('unknown', 'No answer');
+    document.body.dataset.state = 'error';
     return;
   }
   if (seq !== state.probeSeq) return; // a newer position was requested meanwhile

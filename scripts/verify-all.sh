@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The exhaustive tier: the same checks as the quick tier of
+# `cargo test --release`, on whole populations instead of samples:
+#  - every legal position of every built-in table (3 and 4 pieces, both sides
+#    to move) against Syzygy (WDL50, DTZ50''), Gaviota (DTM, 3 pieces), its
+#    own successors (DTZ, DTM, and DTM50 at every half-move clock) and, where
+#    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs);
+#  - the DTM50-style search against the DTM50 tables on 1000 positions, and
+#    150 short mates proven exactly (tests/dtm50.rs).
+# Each check prints what it compared; the script prints its time. Needs
+# ../shared (or TBSERVER_SHARED_DIR), like the tests.
+#
+#   scripts/verify-all.sh            # about 25-30 min on 2 cores
+#   TBSERVER_BUILTIN_TEST_ONLY=KQvKR,KPvKP scripts/verify-all.sh   # some tables
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export TBSERVER_EXHAUSTIVE=1
+start=$SECONDS
+cargo test --release --test builtin_vs_tables
+cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
+echo "exhaustive tier: passed in $((SECONDS - start)) s"

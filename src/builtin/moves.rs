@@ -1,0 +1,198 @@
+//! Moves and unmoves inside a table's index space: the move generation that
+//! the retrograde analyses ([`super::generate`], [`super::dtm50`]) share.
+
+use arrayvec::ArrayVec;
+use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
+
+use super::index::{Layout, NONE, Pos};
+
+/// Any position with at most 4 men, used to look up other tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Board {
+    pub men: ArrayVec<(Color, Role, u8), 4>,
+    pub turn: Color,
+}
+
+/// A legal move's result, by how it is evaluated.
+pub enum Succ {
+    /// Same layer: a non-zeroing move of man `moved`.
+    Quiet { sq: [u8; 4], moved: usize },
+    /// Same table, later layer: a pawn move without capture or promotion.
+    Push { sq: [u8; 4], double: bool },
+    /// Another table: a capture or a promotion.
+    Exit(Board),
+}
+
+pub(super) fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usize, Role)>) -> Board {
+    let mut men = ArrayVec::new();
+    for i in 0..l.n {
+        if sq[i] != NONE {
+            let (c, mut role) = l.men[i];
+            if let Some((j, r)) = promoted
+                && j == i
+            {
+                role = r;
+            }
+            men.push((c, role, sq[i]));
+        }
+    }
+    Board { men, turn }
+}
+
+/// `sq` with man `i` on `to`, built in a register: writing one byte into the
+/// array and reading it back whole stalls store forwarding in the hot loops.
+#[inline]
+fn with_square(sq: [u8; 4], i: usize, to: u8) -> [u8; 4] {
+    let shift = 8 * i as u32;
+    let packed = u32::from_le_bytes(sq) & !(0xff << shift) | (to as u32) << shift;
+    packed.to_le_bytes()
+}
+
+/// Calls `f` for every legal move of `p` (a legal position of layout `l`).
+/// En passant is not generated: table positions carry no en-passant rights.
+pub fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
+    moves::<true>(l, p, f);
+}
+
+/// Calls `f` for every legal zeroing move of `p` (those that leave its
+/// layer) and returns its legal non-zeroing moves, each weighted by the
+/// number of symmetries that fix the position it leads to (as
+/// [`Layout::symmetry_count`]).
+pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> u32 {
+    moves::<false>(l, p, f)
+}
+
+/// Move generation for both of the above: with `QUIET` every move is passed
+/// to `f` (and 0 returned); without, the non-zeroing moves are only counted,
+/// by population count wherever no legality test or symmetry is in question.
+#[inline(always)]
+fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32 {
+    let us = p.turn;
+    let occ = l.occupied(&p.sq);
+    let mut ours = Bitboard::EMPTY;
+    for i in 0..l.n {
+        if l.men[i].0 == us {
+            ours.add(Square::new(p.sq[i] as u32));
+        }
+    }
+    let theirs = occ & !ours;
+    let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
+    // Out of check, a move other than the king's can only expose the king
+    // when it leaves a line between the king and an enemy slider: other
+    // moves skip the (costly) legality test. King moves are tested against
+    // one map of the enemy's attacks.
+    let king = Square::new(p.sq[us.fold_wb(0, 1)] as u32);
+    let in_check = l.in_check(&p.sq, us);
+    let mut pin_lines = Bitboard::EMPTY;
+    // Squares the king must not step on: every enemy attack, seen through
+    // the king itself (it cannot retreat along a slider's line).
+    let mut danger = Bitboard::EMPTY;
+    for j in 0..l.n {
+        let (c, role) = l.men[j];
+        if c != us {
+            let from = Square::new(p.sq[j] as u32);
+            let piece = Piece { color: c, role };
+            danger |= attacks::attacks(from, piece, occ.without(king));
+            if matches!(role, Role::Bishop | Role::Rook | Role::Queen)
+                && attacks::attacks(from, piece, Bitboard::EMPTY).contains(king)
+            {
+                pin_lines |= attacks::between(king, from);
+            }
+        }
+    }
+    // Positions reached by a non-king move keep both kings: unless they
+    // share a long diagonal, no symmetry can fix them.
+    let on_diagonal = |s: u8| s >> 3 == s & 7;
+    let on_anti_diagonal = |s: u8| (s >> 3) + (s & 7) == 7;
+    let kings_fixed_by_symmetry = !l.pawns
+        && ((on_diagonal(p.sq[0]) && on_diagonal(p.sq[1])) || (on_anti_diagonal(p.sq[0]) && on_anti_diagonal(p.sq[1])));
+    let quiet_weight = std::cell::Cell::new(0u32);
+    let emit = |i: usize, to: u8, f: &mut dyn FnMut(Succ), double: bool| {
+        let mut child = with_square(p.sq, i, to);
+        let captured = theirs.contains(Square::new(to as u32)).then(|| man_at(to));
+        if let Some(j) = captured {
+            child[j] = NONE;
+        }
+        if l.men[i].1 == Role::King {
+            if danger.contains(Square::new(to as u32)) {
+                return;
+            }
+        } else if (in_check || pin_lines.contains(Square::new(p.sq[i] as u32))) && l.in_check(&child, us) {
+            return;
+        }
+        let role = l.men[i].1;
+        if role == Role::Pawn && (to >> 3 == 7 || to >> 3 == 0) {
+            for promo in [Role::Queen, Role::Rook, Role::Bishop, Role::Knight] {
+                f(Succ::Exit(board(l, &child, !us, Some((i, promo)))));
+            }
+        } else if captured.is_some() {
+            f(Succ::Exit(board(l, &child, !us, None)));
+        } else if role == Role::Pawn {
+            f(Succ::Push { sq: child, double });
+        } else if QUIET {
+            f(Succ::Quiet { sq: child, moved: i });
+        } else {
+            quiet_weight.set(quiet_weight.get() + l.symmetry_count(&child));
+        }
+    };
+    for i in 0..l.n {
+        let (c, role) = l.men[i];
+        if c != us {
+            continue;
+        }
+        let from = p.sq[i];
+        let from_sq = Square::new(from as u32);
+        if role == Role::Pawn {
+            let fwd: i32 = us.fold_wb(8, -8);
+            let to = (from as i32 + fwd) as u8;
+            if !occ.contains(Square::new(to as u32)) {
+                emit(i, to, &mut f, false);
+                if from >> 3 == us.fold_wb(1, 6) {
+                    let to2 = (to as i32 + fwd) as u8;
+                    if !occ.contains(Square::new(to2 as u32)) {
+                        emit(i, to2, &mut f, true);
+                    }
+                }
+            }
+            for t in attacks::pawn_attacks(us, from_sq) & theirs {
+                emit(i, t as u8, &mut f, false);
+            }
+        } else {
+            let targets = attacks::attacks(from_sq, Piece { color: c, role }, occ) & !ours;
+            let safe = role != Role::King && !in_check && !pin_lines.contains(from_sq) && !kings_fixed_by_symmetry;
+            if !QUIET && safe {
+                quiet_weight.set(quiet_weight.get() + (targets & !occ).count() as u32);
+                for t in targets & theirs {
+                    emit(i, t as u8, &mut f, false);
+                }
+            } else {
+                for t in targets {
+                    emit(i, t as u8, &mut f, false);
+                }
+            }
+        }
+    }
+    quiet_weight.get()
+}
+
+/// Calls `f` with every position that reaches `r` by a non-zeroing move (a
+/// non-pawn piece of the side that just moved steps back to an empty square)
+/// and its index. `r` must be canonical (decoded from its index). The
+/// predecessor has the other side to move. It may be illegal (the side to
+/// move in `r` in check): then its index is that of no legal position, which
+/// callers recognise by the value stored there.
+pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut([u8; 4], usize)) {
+    let mover = !r.turn;
+    let occ = l.occupied(&r.sq);
+    for i in 0..l.n {
+        let (c, role) = l.men[i];
+        if c != mover || role == Role::Pawn {
+            continue;
+        }
+        let from = Square::new(r.sq[i] as u32);
+        for t in attacks::attacks(from, Piece { color: c, role }, occ) & !occ {
+            let q = with_square(r.sq, i, t as u8);
+            f(q, l.index_after_move(&r.sq, i, q, mover) as usize);
+        }
+    }
+}
