@@ -76,3 +76,33 @@ fn agrees_with_chesstb_prober() {
     assert!(tally.disagree.is_empty(), "disagreements with chesstb's prober");
     assert!(lines >= 2000);
 }
+
+/// Timing of the reference positions, cold then warm (`--ignored`).
+#[test]
+#[ignore]
+fn reference_timing() {
+    let Some(dir) = chesstb_dir() else { return };
+    let reference = dir.join("../../reference/chesstb-positions.jsonl");
+    let tb = Chesstb::open(&[dir], 256 << 20);
+    let text = std::fs::read_to_string(&reference).expect("reference file");
+    let positions: Vec<Chess> = text
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            r["fen"].as_str().unwrap().parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap()
+        })
+        .collect();
+    for pass in ["cold", "warm"] {
+        let start = std::time::Instant::now();
+        let mut slow = Vec::new();
+        for pos in &positions {
+            let t = std::time::Instant::now();
+            tb.probe(pos, Some(pos.halfmoves())).unwrap();
+            slow.push((t.elapsed(), Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string()));
+        }
+        slow.sort();
+        println!("{pass}: {:?} for {} probes; slowest {:?}", start.elapsed(), positions.len(), &slow[slow.len() - 3..]);
+    }
+    let s = tb.cache_stats();
+    println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+}
