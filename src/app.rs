@@ -6,12 +6,12 @@ use crate::{
     config::BuiltinMode,
     config::Config,
     domain::Source,
-    sources::{TableSource, builtin::BuiltinSource, gaviota::GaviotaSource, syzygy::SyzygySource},
+    sources::{TableSource, builtin::BuiltinSource, chesstb::ChesstbSource, gaviota::GaviotaSource, syzygy::SyzygySource},
     tablebase::Tablebases,
 };
 
 /// Opens every configured source, in priority order: Syzygy, Gaviota,
-/// built-in tables.
+/// chesstb, built-in tables.
 pub fn open_tablebases(config: &Config) -> Tablebases {
     let mut sources = file_sources(config, false);
     if config.builtin.mode != BuiltinMode::Off {
@@ -42,6 +42,9 @@ fn file_sources(config: &Config, rescan: bool) -> Vec<Arc<dyn TableSource>> {
         } else {
             GaviotaSource::open(&config.gaviota, cache_bytes)
         }));
+    }
+    if !config.chesstb.is_empty() {
+        sources.push(Arc::new(ChesstbSource::open(&config.chesstb, config.chesstb_cache_mib << 20)));
     }
     sources
 }

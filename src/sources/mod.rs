@@ -5,6 +5,7 @@
 //! not here.
 
 pub mod builtin;
+pub mod chesstb;
 pub mod gaviota;
 pub mod syzygy;
 
@@ -36,6 +37,8 @@ pub enum TableKind {
     Dtz,
     Dtm,
     Dtm50,
+    /// chesstb's distance to conversion (pawn endings).
+    Dtc,
 }
 
 /// One table file (or built-in table) as listed by `/api/v1/tables`.
