@@ -106,3 +106,63 @@ fn reference_timing() {
     let s = tb.cache_stats();
     println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
 }
+
+/// Damaged files fail only the probes that need them, with the file named;
+/// `verify` names each of them.
+#[test]
+fn broken_files_fail_cleanly() {
+    let Some(dir) = chesstb_dir() else { return };
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chesstb-broken");
+    let _ = std::fs::remove_dir_all(&work);
+    for kind in ["wdl", "dtm50"] {
+        std::fs::create_dir_all(work.join(kind)).unwrap();
+    }
+    let copy = |rel: &str| {
+        std::fs::copy(dir.join(rel), work.join(rel)).unwrap();
+        std::fs::read(work.join(rel)).unwrap()
+    };
+    for m in ["KQK", "KRK", "KQKR", "KRKN", "KBNK"] {
+        copy(&format!("wdl/{m}.lzw"));
+    }
+    copy("dtm50/KQK.lzdtm50");
+    copy("dtm50/KRK.lzdtm50");
+    // Truncated.
+    let bytes = copy("dtm50/KQKR.lzdtm50");
+    std::fs::write(work.join("dtm50/KQKR.lzdtm50"), &bytes[..bytes.len() / 2]).unwrap();
+    // One flipped bit in the compressed data: only the checksum sees it for sure.
+    let mut bytes = copy("dtm50/KRKN.lzdtm50");
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x10;
+    std::fs::write(work.join("dtm50/KRKN.lzdtm50"), &bytes).unwrap();
+    // Wrong magic.
+    let mut bytes = copy("dtm50/KBNK.lzdtm50");
+    bytes[0] ^= 0xff;
+    std::fs::write(work.join("dtm50/KBNK.lzdtm50"), &bytes).unwrap();
+    // A DTM50 file without its WDL companion.
+    copy("dtm50/KQKN.lzdtm50");
+
+    let reports = tbserver::verify::verify_dir(&work, 1).unwrap();
+    let bad: Vec<(&str, &str)> =
+        reports.iter().filter(|r| !r.problems.is_empty()).map(|r| (r.name.as_str(), r.problems[0].as_str())).collect();
+    println!("verify: {bad:?}");
+    let bad_names: Vec<&str> = bad.iter().map(|b| b.0).collect();
+    assert_eq!(bad_names, ["dtm50/KBNK.lzdtm50", "dtm50/KQKN.lzdtm50", "dtm50/KQKR.lzdtm50", "dtm50/KRKN.lzdtm50"]);
+    assert!(bad[0].1.contains("magic") && bad[1].1.contains("WDL companion") && bad[2].1.contains("truncated"));
+    assert!(bad[3].1.contains("checksum"));
+    assert_eq!(reports.len(), 5 + 6);
+
+    let tb = Chesstb::open(&[work], 1 << 20);
+    let pos = |fen: &str| -> Chess { fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap() };
+    // Healthy tables answer.
+    let v = tb.probe(&pos("8/8/8/4k3/8/8/8/KQ6 w - - 0 1"), Some(0)).unwrap().unwrap();
+    assert_eq!((v.wdl, v.dtm50.map(|m| m.plies)), (Some(Class::Win), Some(17)));
+    // The truncated and the mislabelled file fail with their names; WDL still answers.
+    let krq = pos("8/8/8/4k3/8/8/8/KQ5r w - - 0 1");
+    let err = tb.probe(&krq, Some(0)).unwrap_err();
+    assert_eq!(err.table, "KQKR.lzdtm50");
+    assert!(tb.probe_wdl(&krq).unwrap().is_some());
+    let err = tb.probe(&pos("8/8/8/4k3/8/8/8/KBN5 w - - 0 1"), Some(0)).unwrap_err();
+    assert_eq!(err.table, "KBNK.lzdtm50");
+    // No WDL companion: chesstb does not cover the material.
+    assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
+}
