@@ -2,7 +2,6 @@
 //! block decoding (LZ4 with a dictionary for WDL, raw LZMA1 for the rest).
 
 use std::{
-    io::Read,
     ops::Range,
     path::Path,
     sync::Arc,
@@ -347,17 +346,28 @@ fn lzma_block(compressed: &[u8], size: usize) -> Result<Vec<u8>, String> {
     if compressed.len() < 5 {
         return Err("LZMA block shorter than its properties".into());
     }
+    use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream};
     let (stream, props) = compressed.split_at(compressed.len() - 5);
-    let mut input = std::io::BufReader::new(props.chain(stream));
+    // Properties: (pb · 5 + lp) · 9 + lc, then the dictionary size.
+    let lclppb = props[0] as u32;
+    if lclppb >= 9 * 5 * 5 {
+        return Err(format!("LZMA: bad properties byte {lclppb}"));
+    }
+    let dict = u32::from_le_bytes(props[1..5].try_into().expect("4 bytes")).clamp(4096, 1 << 30);
+    let mut options = LzmaOptions::new_preset(6).map_err(|e| format!("LZMA: {e}"))?;
+    options.literal_context_bits(lclppb % 9).literal_position_bits(lclppb / 9 % 5).position_bits(lclppb / 45).dict_size(dict);
+    let mut filters = Filters::new();
+    filters.lzma1(&options);
+    let mut decoder = Stream::new_raw_decoder(&filters).map_err(|e| format!("LZMA: {e}"))?;
+    // No end marker: decoding stops when the known size is out.
     let mut out = Vec::with_capacity(size);
-    let options = lzma_rs::decompress::Options {
-        unpacked_size: lzma_rs::decompress::UnpackedSize::UseProvided(Some(size as u64)),
-        memlimit: Some(size.max(1 << 16)),
-        allow_incomplete: false,
-    };
-    lzma_rs::lzma_decompress_with_options(&mut input, &mut out, &options).map_err(|e| format!("LZMA: {e}"))?;
-    if out.len() != size {
-        return Err(format!("LZMA: {} bytes instead of {size}", out.len()));
+    while out.len() < size {
+        let (read, written) = (decoder.total_in(), out.len());
+        let status = decoder.process_vec(&stream[read as usize..], &mut out, Action::Run).map_err(|e| format!("LZMA: {e}"))?;
+        let stuck = decoder.total_in() == read && out.len() == written;
+        if out.len() < size && (status == Status::StreamEnd || stuck) {
+            return Err(format!("LZMA: {} bytes instead of {size}", out.len()));
+        }
     }
     Ok(out)
 }

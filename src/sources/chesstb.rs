@@ -10,7 +10,7 @@ use std::{
 use shakmaty::{Board, Chess, EnPassantMode, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource};
+use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource};
 use crate::{
     chesstb::{Chesstb, Class, Kind, ProbeError, TableMaterial, Values},
     domain::Source,
@@ -110,6 +110,16 @@ impl TableSource for ChesstbSource {
             Class::Loss => -(m.plies as i32),
             _ => 0,
         }))
+    }
+
+    fn block_cache(&self) -> Option<BlockCacheCounts> {
+        let s = self.tb.cache_stats();
+        Some(BlockCacheCounts {
+            hits: s.hits.load(Ordering::Relaxed),
+            misses: s.misses.load(Ordering::Relaxed),
+            evictions: s.evictions.load(Ordering::Relaxed),
+            bytes: self.tb.cache_bytes(),
+        })
     }
 
     fn tables(&self) -> Vec<TableInfo> {

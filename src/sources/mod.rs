@@ -90,6 +90,21 @@ pub trait TableSource: Send + Sync {
 
     /// The tables of this source, for `/api/v1/tables`.
     fn tables(&self) -> Vec<TableInfo>;
+
+    /// Counters of a decoded-block cache, for sources that keep one.
+    fn block_cache(&self) -> Option<BlockCacheCounts> {
+        None
+    }
+}
+
+/// A source's decoded-block cache, as `/prometheus` shows it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlockCacheCounts {
+    pub hits: u64,
+    pub misses: u64,
+    /// Blocks dropped to stay within the size limit.
+    pub evictions: u64,
+    pub bytes: u64,
 }
 
 /// The entries of a table directory, sorted. A missing or unreadable
