@@ -216,6 +216,17 @@ pub struct CacheStats {
 pub struct BlockCache {
     cache: moka::sync::Cache<BlockKey, Arc<Block>>,
     pub stats: Arc<CacheStats>,
+    /// Tells this cache's entries in the per-thread memo from another's.
+    id: u64,
+}
+
+/// The blocks a thread used last: a probe and the one-ply searches behind
+/// it mostly stay in a few blocks, and this spares them the shared map.
+const RECENT: usize = 8;
+type Recent = [Option<(u64, BlockKey, Arc<Block>)>; RECENT];
+
+thread_local! {
+    static RECENT_BLOCKS: std::cell::RefCell<(Recent, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
 }
 
 impl BlockCache {
@@ -231,19 +242,35 @@ impl BlockCache {
                 }
             })
             .build();
-        BlockCache { cache, stats }
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        BlockCache { cache, stats, id: NEXT.fetch_add(1, Ordering::Relaxed) }
     }
 
     pub fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
-        let hit = self.cache.get(key);
+        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
+            r.iter().flatten().find(|(id, k, _)| *id == self.id && k == key).map(|(_, _, b)| Arc::clone(b))
+        });
+        let hit = recent.or_else(|| {
+            let b = self.cache.get(key)?;
+            self.remember(*key, &b);
+            Some(b)
+        });
         let counter = if hit.is_some() { &self.stats.hits } else { &self.stats.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         hit
     }
 
+    fn remember(&self, key: BlockKey, block: &Arc<Block>) {
+        RECENT_BLOCKS.with_borrow_mut(|(r, next)| {
+            r[*next] = Some((self.id, key, Arc::clone(block)));
+            *next = (*next + 1) % RECENT;
+        });
+    }
+
     pub fn insert(&self, key: BlockKey, block: Block) -> Arc<Block> {
         let block = Arc::new(block);
         self.cache.insert(key, Arc::clone(&block));
+        self.remember(key, &block);
         block
     }
 
