@@ -82,9 +82,20 @@ fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
     } else {
         counts.disagree(format!("{fen}: DTZ chesstb {:?}, built-in {}", v.signed_dtz(), value::signed_plies(dtz)));
     }
+    // The whole curve at once (what the exhaustive run uses), and in the
+    // sample also clock by clock as the service probes it: both must agree.
+    let curve = tb.dtm50_curve(pos).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
     for clock in 0..100u32 {
         let theirs = value::signed_plies(store.probe_dtm50(pos, clock).expect("built-in").expect("DTM50"));
-        let mate = tb.probe(pos, Some(clock)).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).and_then(|v| v.dtm50);
+        let mate = if exhaustive() {
+            curve[clock as usize]
+        } else {
+            let m = tb.probe(pos, Some(clock)).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).and_then(|v| v.dtm50);
+            if m != curve[clock as usize] {
+                counts.disagree(format!("{fen} clock {clock}: probe {m:?}, curve {:?}", curve[clock as usize]));
+            }
+            m
+        };
         let ours = mate.map(|m| match m.class {
             Class::Win => m.plies as i32,
             Class::Loss => -(m.plies as i32),
@@ -142,7 +153,11 @@ fn chesstb_agrees_with_builtin_tables() {
             }
             out
         };
+        let t = std::time::Instant::now();
         positions.par_iter().for_each(|p| check(&tb, &store, p, &counts));
+        if exhaustive() {
+            report!("  {}: {} positions, {:.1} s", m.name(), positions.len(), t.elapsed().as_secs_f64());
+        }
     }
     let positions = counts.positions.load(Ordering::Relaxed);
     report!(

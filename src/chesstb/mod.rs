@@ -222,6 +222,16 @@ impl Chesstb {
         self.wdl(pos, 0)
     }
 
+    /// DTM50 at every clock 0–99 (`None` entries: not priced); `None` if no
+    /// table covers the position. Equal to [`Chesstb::probe`] clock by
+    /// clock, at the cost of about one probe.
+    pub fn dtm50_curve(&self, pos: &Chess) -> Result<Option<Vec<Option<Mate>>>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.curve(pos)
+    }
+
     /// WDL, DTZ, DTM and, with `clock`, DTM50 at that half-move clock.
     /// `None` if no table covers the position.
     pub fn probe(&self, pos: &Chess, clock: Option<u32>) -> Result<Option<Values>, ProbeError> {

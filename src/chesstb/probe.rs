@@ -409,27 +409,155 @@ impl Chesstb {
 
     /// DTM50 at `clock` from the flat answer and, where needed, the layer.
     fn dtm50_at(&self, pos: &Chess, wdl: Class, flat: &PackAnswer, clock: u32, depth: u32) -> R<Option<Mate>> {
-        let draw = Some(Mate { class: Class::Draw, plies: 0 });
-        let dtm = flat.mate.map(|m| m.plies);
-        if clock >= 100 {
-            // Only a mate already on the board outruns the claim.
-            if dtm.is_none() && wdl == Class::Loss {
-                return Ok(None);
+        match settled_without_layer(wdl, flat, clock) {
+            Some(answer) => Ok(answer),
+            None => Ok(self.pack(pos, wdl, Some(clock), depth)?.mate),
+        }
+    }
+
+    /// DTM50 at every clock 0–99 at once: the same answers as
+    /// [`Chesstb::values`] clock by clock, but each child of a rebuilt
+    /// frame is read once (for exhaustive checks).
+    pub(super) fn curve(&self, pos: &Chess) -> R<Option<Vec<Option<Mate>>>> {
+        let per_clock = || -> R<Option<Vec<Option<Mate>>>> {
+            let mut out = Vec::with_capacity(100);
+            for clock in 0..100 {
+                let Some(v) = self.values(pos, Some(clock), 0)? else { return Ok(None) };
+                out.push(v.dtm50);
             }
-            return Ok(if wdl == Class::Loss && dtm == Some(0) { Some(Mate { class: Class::Loss, plies: 0 }) } else { draw });
+            Ok(Some(out))
+        };
+        if has_ep(pos) {
+            return per_clock();
         }
-        if wdl.fold_50() == Class::Draw {
-            return Ok(draw);
+        let Some(wdl) = self.wdl_no_ep(pos, 0)? else { return Ok(None) };
+        if wdl == Class::Draw {
+            return Ok(Some(vec![Some(Mate { class: Class::Draw, plies: 0 }); 100]));
         }
-        if let Some(d) = dtm.filter(|&d| clock + d as u32 <= 100) {
-            // The whole mating line fits in the window.
-            return Ok(Some(Mate { class: wdl, plies: d }));
+        let c = canon(pos);
+        let Some(file) = self.file(&c.material, Kind::Dtm50)? else { return per_clock() };
+        let flat = self.pack(pos, wdl, None, 0)?;
+        let located = self.locate(&file, &c, Some(wdl))?;
+        let mut layer: Box<dyn FnMut(u32) -> R<Option<Mate>>> = match located {
+            Located::Direct { side, idx } => {
+                let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;
+                Box::new(move |clock| Ok(Some(mate_from_record(record.as_ref(), wdl, Some(clock)))))
+            }
+            Located::Rebuild => {
+                let children = self.curve_children(pos, wdl)?;
+                Box::new(move |clock| self.combine_children(pos, wdl, &children, clock))
+            }
+        };
+        let mut out = Vec::with_capacity(100);
+        for clock in 0..100 {
+            out.push(match settled_without_layer(wdl, &flat, clock) {
+                Some(answer) => answer,
+                None => layer(clock)?,
+            });
         }
-        if clock + flat.dtz.unwrap_or(0) as u32 > 100 {
-            // No line resets the count in time.
-            return Ok(draw);
+        Ok(Some(out))
+    }
+
+    /// The children of a rebuilt frame, read once for every clock.
+    fn curve_children(&self, pos: &Chess, wdl: Class) -> R<Vec<CurveChild>> {
+        let mut out = Vec::new();
+        for (m, child) in children(pos) {
+            let entry = if bare_kings(&child) {
+                CurveChild::Fixed(Mate { class: Class::Draw, plies: 0 })
+            } else if m.is_zeroing() {
+                // The clock restarts: one answer at clock 0 serves every clock.
+                if has_ep(&child) {
+                    match self.values(&child, Some(0), 1)? {
+                        None => CurveChild::Blind,
+                        Some(Values { dtm50: Some(d), .. }) => CurveChild::Fixed(d),
+                        Some(v) => CurveChild::SkipClass(v.wdl.expect("set").fold_50().invert()),
+                    }
+                } else {
+                    match self.wdl_no_ep(&child, 1)? {
+                        None => CurveChild::Blind,
+                        Some(cw) if cw.invert() < wdl => CurveChild::Pruned,
+                        Some(cw) => match self.pack(&child, cw, Some(0), 1)?.mate {
+                            Some(d) => CurveChild::Fixed(d),
+                            None => CurveChild::SkipClass(cw.fold_50().invert()),
+                        },
+                    }
+                }
+            } else {
+                let class = self.wdl_no_ep(&child, 1)?;
+                let record = match class {
+                    Some(cw) => {
+                        let cc = canon(&child);
+                        match self.file(&cc.material, Kind::Dtm50)? {
+                            Some(f) => match self.locate(&f, &cc, Some(cw))? {
+                                Located::Direct { side, idx } => {
+                                    Some(f.read_record(&self.cache, side, idx).map_err(|e| Self::err(&f, e))?)
+                                }
+                                Located::Rebuild => None,
+                            },
+                            None => None,
+                        }
+                    }
+                    None => None,
+                };
+                CurveChild::Quiet { mated: child.is_checkmate(), class, record, child }
+            };
+            out.push(entry);
         }
-        Ok(self.pack(pos, wdl, Some(clock), depth)?.mate)
+        Ok(out)
+    }
+
+    /// One clock of a rebuilt frame from its children (as `rebuild_layer`).
+    fn combine_children(&self, pos: &Chess, wdl: Class, children: &[CurveChild], clock: u32) -> R<Option<Mate>> {
+        if children.is_empty() {
+            return Ok(Some(Mate { class: if pos.is_check() { Class::Loss } else { Class::Draw }, plies: 0 }));
+        }
+        let mut best: Option<(Class, u16)> = None;
+        let mut skipped = Skipped::default();
+        for child in children {
+            let d = match child {
+                CurveChild::Fixed(d) => *d,
+                CurveChild::Blind => {
+                    skipped.blind = true;
+                    continue;
+                }
+                CurveChild::SkipClass(c) => {
+                    skipped.of_class(*c);
+                    continue;
+                }
+                CurveChild::Pruned => continue,
+                CurveChild::Quiet { mated, class, record, child } => {
+                    if clock + 1 >= 100 {
+                        Mate { class: if *mated { Class::Loss } else { Class::Draw }, plies: 0 }
+                    } else {
+                        let Some(cw) = *class else {
+                            skipped.blind = true;
+                            continue;
+                        };
+                        if cw.invert() < wdl {
+                            continue;
+                        }
+                        let answer = match record {
+                            Some(r) => Some(mate_from_record(r.as_ref(), cw, Some(clock + 1))),
+                            None => self.pack(child, cw, Some(clock + 1), 1)?.mate,
+                        };
+                        match answer {
+                            Some(d) => d,
+                            None => {
+                                skipped.of_class(cw.fold_50().invert());
+                                continue;
+                            }
+                        }
+                    }
+                }
+            };
+            let mine = (d.class.fold_50().invert(), d.plies + 1);
+            if best.is_none_or(|b| better(mine, b)) {
+                best = Some(mine);
+            }
+        }
+        Ok(best.filter(|b| !skipped.unpins(b.0)).map(|(class, plies)| {
+            if class.decisive() { Mate { class, plies } } else { Mate { class: Class::Draw, plies: 0 } }
+        }))
     }
 
     /// The DTM50 pack's answer at layer 0 (`clock` `None`) or at a clock,
@@ -454,20 +582,8 @@ impl Chesstb {
             return Ok(PackAnswer { mate: Some(Mate { class: Class::Draw, plies: 0 }), dtz: None });
         }
         let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;
-        let layer = clock.map_or(0, |c| c as usize + 1);
-        let stored = record.as_ref().and_then(|r| r.at(layer));
         let flip = record.as_ref().map_or(0, |r| r.draw_flip());
-        let mate = match stored {
-            None => Mate { class: Class::Draw, plies: 0 },
-            Some(s) => {
-                let plies = match (clock, wdl) {
-                    (None, Class::Win | Class::CursedWin) | (Some(_), Class::Win) => 2 * s + 1,
-                    (None, Class::Loss | Class::BlessedLoss) | (Some(_), Class::Loss) => 2 * s,
-                    _ => 0,
-                };
-                Mate { class: if clock.is_none() { wdl } else { wdl.fold_50() }, plies }
-            }
-        };
+        let mate = mate_from_record(record.as_ref(), wdl, clock);
         let dtz = if clock.is_some() { None } else { dtz_from_flip(flip, wdl, pos) };
         Ok(PackAnswer { mate: Some(mate), dtz })
     }
@@ -736,6 +852,68 @@ impl Chesstb {
             }
         }
         Ok(Some(best))
+    }
+}
+
+/// A child of a rebuilt frame, for [`Chesstb::curve`].
+enum CurveChild {
+    /// The same answer at every clock (bare kings, a zeroing move).
+    Fixed(Mate),
+    /// No table answered: the rebuild cannot be trusted.
+    Blind,
+    /// Unpriced, but no better for the mover than this class.
+    SkipClass(Class),
+    /// Its class cannot beat the parent's.
+    Pruned,
+    /// A quiet move: the clock goes on, so the answer depends on it.
+    Quiet { mated: bool, class: Option<Class>, record: Option<Option<super::file::Record>>, child: Chess },
+}
+
+/// DTM50 at `clock` when the layer need not be read: past the claim, a
+/// cursed class, a mate that fits the window, or a count that cannot be
+/// reset in time. `None`: read the layer.
+fn settled_without_layer(wdl: Class, flat: &PackAnswer, clock: u32) -> Option<Option<Mate>> {
+    let draw = Some(Mate { class: Class::Draw, plies: 0 });
+    let dtm = flat.mate.map(|m| m.plies);
+    if clock >= 100 {
+        // Only a mate already on the board outruns the claim.
+        if dtm.is_none() && wdl == Class::Loss {
+            return Some(None);
+        }
+        return Some(if wdl == Class::Loss && dtm == Some(0) { Some(Mate { class: Class::Loss, plies: 0 }) } else { draw });
+    }
+    if wdl.fold_50() == Class::Draw {
+        return Some(draw);
+    }
+    if let Some(d) = dtm.filter(|&d| clock + d as u32 <= 100) {
+        // The whole mating line fits in the window.
+        return Some(Some(Mate { class: wdl, plies: d }));
+    }
+    if clock + flat.dtz.unwrap_or(0) as u32 > 100 {
+        // No line resets the count in time.
+        return Some(draw);
+    }
+    None
+}
+
+/// A record's answer at layer 0 (`clock` `None`) or at a clock, in the
+/// class the WDL companion gives (a clock layer never holds cursed wins).
+fn mate_from_record(record: Option<&super::file::Record>, wdl: Class, clock: Option<u32>) -> Mate {
+    let draw = Mate { class: Class::Draw, plies: 0 };
+    if clock.is_some() && wdl.fold_50() == Class::Draw {
+        return draw;
+    }
+    let layer = clock.map_or(0, |c| c as usize + 1);
+    match record.and_then(|r| r.at(layer)) {
+        None => draw,
+        Some(s) => {
+            let plies = match (clock, wdl) {
+                (None, Class::Win | Class::CursedWin) | (Some(_), Class::Win) => 2 * s + 1,
+                (None, Class::Loss | Class::BlessedLoss) | (Some(_), Class::Loss) => 2 * s,
+                _ => 0,
+            };
+            Mate { class: if clock.is_none() { wdl } else { wdl.fold_50() }, plies }
+        }
     }
 }
 
