@@ -55,6 +55,7 @@ impl Counts {
     fn disagree(&self, what: String) {
         let mut d = self.disagreements.lock().unwrap();
         if d.len() < 50 {
+            report!("  DISAGREE {what}");
             d.push(what);
         }
     }
@@ -156,7 +157,14 @@ fn chesstb_agrees_with_builtin_tables() {
         let t = std::time::Instant::now();
         positions.par_iter().for_each(|p| check(&tb, &store, p, &counts));
         if exhaustive() {
-            report!("  {}: {} positions, {:.1} s", m.name(), positions.len(), t.elapsed().as_secs_f64());
+            report!(
+                "  {}: {} positions, {:.1} s; so far {} DTM50 pairs agree, {} disagreements",
+                m.name(),
+                positions.len(),
+                t.elapsed().as_secs_f64(),
+                counts.dtm50_pairs.load(Ordering::Relaxed),
+                counts.disagreements.lock().unwrap().len()
+            );
         }
     }
     let positions = counts.positions.load(Ordering::Relaxed);
@@ -173,9 +181,6 @@ fn chesstb_agrees_with_builtin_tables() {
         counts.dtm50_pairs.load(Ordering::Relaxed),
     );
     let bad = counts.disagreements.lock().unwrap();
-    for b in bad.iter() {
-        report!("  DISAGREE {b}");
-    }
     assert!(bad.is_empty(), "chesstb and the built-in tables disagree");
     assert_eq!(counts.wdl.load(Ordering::Relaxed), positions);
     assert!(exhaustive() || counts.dtm50_pairs.load(Ordering::Relaxed) >= 200_000);

@@ -443,7 +443,7 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
                 let n = r.u16()? as usize;
                 s.ranks = (0..n).map(|_| r.u16()).collect::<FileResult<_>>()?;
             }
-            if s.block_unit == 0 || s.block_count == 0 || s.block_count > 1 << 40 || s.block_unit % s.entry_bytes as u64 != 0 {
+            if s.block_unit == 0 || s.block_count == 0 || s.block_count > 1 << 40 || !s.block_unit.is_multiple_of(s.entry_bytes as u64) {
                 return Err("bad block geometry".into());
             }
             // The frame's blocks must cover its index exactly.

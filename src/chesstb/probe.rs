@@ -490,7 +490,7 @@ impl Chesstb {
                         match self.file(&cc.material, Kind::Dtm50)? {
                             Some(f) => match self.locate(&f, &cc, Some(cw))? {
                                 Located::Direct { side, idx } => {
-                                    Some(f.read_record(&self.cache, side, idx).map_err(|e| Self::err(&f, e))?)
+                                    Some(f.read_record(&self.cache, side, idx).map_err(|e| Self::err(&f, e))?.map(Box::new))
                                 }
                                 Located::Rebuild => None,
                             },
@@ -537,7 +537,7 @@ impl Chesstb {
                             continue;
                         }
                         let answer = match record {
-                            Some(r) => Some(mate_from_record(r.as_ref(), cw, Some(clock + 1))),
+                            Some(r) => Some(mate_from_record(r.as_deref(), cw, Some(clock + 1))),
                             None => self.pack(child, cw, Some(clock + 1), 1)?.mate,
                         };
                         match answer {
@@ -866,7 +866,7 @@ enum CurveChild {
     /// Its class cannot beat the parent's.
     Pruned,
     /// A quiet move: the clock goes on, so the answer depends on it.
-    Quiet { mated: bool, class: Option<Class>, record: Option<Option<super::file::Record>>, child: Chess },
+    Quiet { mated: bool, class: Option<Class>, record: Option<Option<Box<super::file::Record>>>, child: Chess },
 }
 
 /// DTM50 at `clock` when the layer need not be read: past the claim, a

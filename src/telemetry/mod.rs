@@ -207,7 +207,8 @@ impl Collector for TablesCollector {
 
         let caches: Vec<(Source, crate::sources::BlockCacheCounts)> =
             tablebases.source_handles().filter_map(|s| s.block_cache().map(|c| (s.source(), c))).collect();
-        let counters: [(&str, &str, fn(&crate::sources::BlockCacheCounts) -> u64); 3] = [
+        type Counter = (&'static str, &'static str, fn(&crate::sources::BlockCacheCounts) -> u64);
+        let counters: [Counter; 3] = [
             ("block_cache_hits", "Table blocks found decoded in the source's block cache", |c| c.hits),
             ("block_cache_misses", "Table blocks that had to be decoded", |c| c.misses),
             ("block_cache_evictions", "Decoded blocks dropped to keep the block cache within its size", |c| c.evictions),
