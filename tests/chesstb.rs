@@ -166,25 +166,3 @@ fn broken_files_fail_cleanly() {
     // No WDL companion: chesstb does not cover the material.
     assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
 }
-
-#[test]
-#[ignore]
-fn slow_probe_breakdown() {
-    let Some(dir) = chesstb_dir() else { return };
-    let tb = Chesstb::open(&[dir], 256 << 20);
-    for fen in ["8/2k5/8/1n4K1/1R6/8/8/8 w - - 99 1", "8/8/N7/8/6K1/1k1p4/8/8 w - - 80 1", "8/8/8/4k3/8/8/8/KQ5r w - - 0 1"] {
-        let pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
-        tb.probe(&pos, Some(pos.halfmoves())).unwrap();
-        let t = std::time::Instant::now();
-        tb.probe_wdl(&pos).unwrap();
-        let wdl = t.elapsed();
-        let t = std::time::Instant::now();
-        tb.probe(&pos, None).unwrap();
-        let flat = t.elapsed();
-        let t = std::time::Instant::now();
-        tb.probe(&pos, Some(pos.halfmoves())).unwrap();
-        let clock = t.elapsed();
-        let s = tb.cache_stats();
-        println!("{fen}: wdl {wdl:?} flat {flat:?} at clock {clock:?}; cache {:?}/{:?}", s.hits, s.misses);
-    }
-}

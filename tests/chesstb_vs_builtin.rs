@@ -18,7 +18,6 @@ use std::{
 
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
-use shakmaty_syzygy::Wdl;
 use tbserver::{
     builtin::{Store, all_materials, value},
     chesstb::{Chesstb, Class},
@@ -29,16 +28,6 @@ const SAMPLE_PER_MATERIAL: usize = 80;
 
 fn exhaustive() -> bool {
     std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1")
-}
-
-fn wdl_of(c: Class) -> Wdl {
-    match c {
-        Class::Win => Wdl::Win,
-        Class::CursedWin => Wdl::CursedWin,
-        Class::Draw => Wdl::Draw,
-        Class::BlessedLoss => Wdl::BlessedLoss,
-        Class::Loss => Wdl::Loss,
-    }
 }
 
 #[derive(Default)]
@@ -66,7 +55,7 @@ fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
     let (dtz, dtm) = store.probe(pos).expect("built-in").expect("covered");
     let v = tb.probe(pos, None).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("chesstb covers it");
     counts.positions.fetch_add(1, Ordering::Relaxed);
-    let ours = v.wdl.map(wdl_of);
+    let ours = v.wdl.map(Class::wdl);
     if ours == Some(value::wdl50(dtz)) {
         counts.wdl.fetch_add(1, Ordering::Relaxed);
     } else {

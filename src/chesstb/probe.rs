@@ -22,6 +22,18 @@ pub enum Class {
 }
 
 impl Class {
+    /// The same five classes as Syzygy's.
+    pub fn wdl(self) -> shakmaty_syzygy::Wdl {
+        use shakmaty_syzygy::Wdl;
+        match self {
+            Class::Win => Wdl::Win,
+            Class::CursedWin => Wdl::CursedWin,
+            Class::Draw => Wdl::Draw,
+            Class::BlessedLoss => Wdl::BlessedLoss,
+            Class::Loss => Wdl::Loss,
+        }
+    }
+
     fn from_code(code: u16) -> Option<Class> {
         Some(match code {
             0 | 5 => Class::Loss,

@@ -39,16 +39,6 @@ fn table_error(e: ProbeError) -> TableError {
     TableError { table: e.table, reason: e.reason }
 }
 
-fn wdl_of(c: Class) -> Wdl {
-    match c {
-        Class::Win => Wdl::Win,
-        Class::CursedWin => Wdl::CursedWin,
-        Class::Draw => Wdl::Draw,
-        Class::BlessedLoss => Wdl::BlessedLoss,
-        Class::Loss => Wdl::Loss,
-    }
-}
-
 impl ChesstbSource {
     pub fn open(dirs: &[PathBuf], cache_bytes: u64) -> ChesstbSource {
         static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -86,7 +76,7 @@ impl TableSource for ChesstbSource {
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
-        Ok(self.tb.probe_wdl(pos).map_err(table_error)?.map(wdl_of))
+        Ok(self.tb.probe_wdl(pos).map_err(table_error)?.map(Class::wdl))
     }
 
     fn probe_dtz(&self, pos: &Chess) -> ProbeResult<MaybeRounded<Dtz>> {
