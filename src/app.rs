@@ -7,13 +7,14 @@ use crate::{
     config::BuiltinMode,
     config::Config,
     domain::Source,
-    sources::{TableSource, builtin::BuiltinSource, gaviota::GaviotaSource, syzygy::SyzygySource},
+    sources::{TableSource, builtin::BuiltinSource, chesstb::ChesstbSource, gaviota::GaviotaSource, syzygy::SyzygySource},
     tablebase::Tablebases,
 };
 
 /// Opens every configured source, in priority order: Syzygy, Gaviota,
-/// built-in tables. A probe that needs a built-in table not generated yet
-/// waits for it: for tools and tests; the server uses [`open_for_server`].
+/// chesstb, built-in tables. A probe that needs a built-in table not
+/// generated yet waits for it: for tools and tests; the server uses
+/// [`open_for_server`].
 pub fn open_tablebases(config: &Config) -> Tablebases {
     open_with(config, Waiting::Block)
 }
@@ -63,6 +64,9 @@ fn file_sources(config: &Config, rescan: bool) -> Vec<Arc<dyn TableSource>> {
         } else {
             GaviotaSource::open(&config.gaviota, cache_bytes)
         }));
+    }
+    if !config.chesstb.is_empty() {
+        sources.push(Arc::new(ChesstbSource::open(&config.chesstb, config.chesstb_cache_mib << 20)));
     }
     sources
 }

@@ -24,6 +24,11 @@ pub struct Config {
     pub gaviota: Vec<PathBuf>,
     /// Gaviota decompression cache, in MiB.
     pub gaviota_cache_mib: usize,
+    /// Directories with chesstb tables: each holds `wdl/ dtz/ dtc/ dtm/
+    /// dtm50/` as chesstb publishes them (or the files themselves).
+    pub chesstb: Vec<PathBuf>,
+    /// Decoded chesstb blocks kept in memory, shared by all its tables, in MiB.
+    pub chesstb_cache_mib: u64,
     pub builtin: BuiltinConfig,
     pub limits: Limits,
     pub search: SearchConfig,
@@ -139,6 +144,8 @@ impl Default for Config {
             syzygy_io: SyzygyIo::Mmap,
             gaviota: Vec::new(),
             gaviota_cache_mib: 32,
+            chesstb: Vec::new(),
+            chesstb_cache_mib: 256,
             builtin: BuiltinConfig::default(),
             limits: Limits::default(),
             search: SearchConfig::default(),
@@ -187,7 +194,8 @@ impl Config {
         toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
     }
 
-    /// Applies `TBSERVER_LISTEN`, `TBSERVER_SYZYGY` and `TBSERVER_GAVIOTA`
+    /// Applies `TBSERVER_LISTEN`, `TBSERVER_SYZYGY`, `TBSERVER_GAVIOTA` and
+    /// `TBSERVER_CHESSTB`
     /// (directory lists separated by `:`), and `TBSERVER_BUILTIN_DIR`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         if let Some(value) = get("TBSERVER_LISTEN") {
@@ -202,6 +210,9 @@ impl Config {
         }
         if let Some(value) = get("TBSERVER_GAVIOTA") {
             self.gaviota = split_dirs(&value);
+        }
+        if let Some(value) = get("TBSERVER_CHESSTB") {
+            self.chesstb = split_dirs(&value);
         }
         if let Some(value) = get("TBSERVER_BUILTIN_DIR") {
             self.builtin.dir = PathBuf::from(value);
@@ -227,6 +238,8 @@ mod tests {
         assert_eq!(file.syzygy, default.syzygy);
         assert_eq!(file.syzygy_io, default.syzygy_io);
         assert_eq!(file.gaviota_cache_mib, default.gaviota_cache_mib);
+        assert_eq!(file.chesstb, default.chesstb);
+        assert_eq!(file.chesstb_cache_mib, default.chesstb_cache_mib);
         assert_eq!(file.cache_entries, default.cache_entries);
         assert_eq!(file.builtin.mode, default.builtin.mode);
         assert_eq!(file.builtin.dir, default.builtin.dir);

@@ -31,6 +31,8 @@ pub enum Source {
     /// Decided by the rules of chess without any table (checkmate, stalemate,
     /// insufficient material, bare kings).
     Rules,
+    /// chesstb files (WDL, DTZ, DTM, exact DTM50 at every clock; up to 6 pieces).
+    Chesstb,
 }
 
 impl Source {
@@ -40,6 +42,7 @@ impl Source {
             Source::Gaviota => "gaviota",
             Source::Builtin => "builtin",
             Source::Rules => "rules",
+            Source::Chesstb => "chesstb",
         }
     }
 }

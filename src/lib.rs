@@ -10,6 +10,7 @@
 pub mod app;
 pub mod board_svg;
 pub mod builtin;
+pub mod chesstb;
 pub mod config;
 pub mod domain;
 pub mod error;

@@ -94,6 +94,9 @@ struct TableArgs {
     /// Directory with Gaviota tables (repeatable) [env: TBSERVER_GAVIOTA, `:`-separated]
     #[arg(long = "gaviota", value_name = "DIR")]
     gaviota: Vec<PathBuf>,
+    /// Directory with chesstb tables, holding wdl/ dtz/ dtm/ dtm50/ (repeatable) [env: TBSERVER_CHESSTB, `:`-separated]
+    #[arg(long = "chesstb", value_name = "DIR")]
+    chesstb: Vec<PathBuf>,
 }
 
 #[derive(Args, Clone, Default)]
@@ -121,6 +124,9 @@ fn load_config(args: &TableArgs) -> Result<Config, String> {
     }
     if !args.gaviota.is_empty() {
         config.gaviota = args.gaviota.clone();
+    }
+    if !args.chesstb.is_empty() {
+        config.chesstb = args.chesstb.clone();
     }
     Ok(config)
 }

@@ -336,6 +336,7 @@ fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
             Source::Syzygy => names.extend([format!("{key}.rtbw"), format!("{key}.rtbz")]),
             Source::Gaviota => names.push(format!("{}.gtb.cp4", key.replace('v', "").to_lowercase())),
             Source::Builtin => names.push(format!("{key} (built-in, up to 4 pieces)")),
+            Source::Chesstb => names.push(format!("{} (chesstb)", crate::sources::chesstb::file_stem(pos.board()))),
             Source::Rules => {}
         }
     }

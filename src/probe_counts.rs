@@ -30,7 +30,8 @@ impl ProbeMetric {
     }
 }
 
-const SOURCES: [Source; 4] = [Source::Syzygy, Source::Gaviota, Source::Builtin, Source::Rules];
+/// Indexed by the discriminant of [`Source`].
+const SOURCES: [Source; 5] = [Source::Syzygy, Source::Gaviota, Source::Builtin, Source::Rules, Source::Chesstb];
 /// Comfortably more than (tables up to 7 pieces) x sources x metrics seen in practice.
 const SLOTS: usize = 1 << 13;
 

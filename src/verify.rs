@@ -11,6 +11,10 @@
 //!   end); data inside blocks is not checked (no checksum, and libgtb is
 //!   not safe to probe on damaged files).
 //! - Built-in (`.tbsb`): header and CRC-32, by the store's own reader.
+//! - chesstb (`.lzw`, `.lzdtz`, `.lzdtc`, `.lzdtm`, `.lzdtm50`, directly in
+//!   the directory or in its `wdl/ dtz/ dtc/ dtm/ dtm50/`): header, frames
+//!   and offset sections, the trailing XXH64 of the whole file, and that a
+//!   distance table has the WDL companion it takes its classes from.
 
 use std::{collections::BTreeMap, path::Path};
 
@@ -54,8 +58,29 @@ pub fn verify_dir(dir: &Path, deep_samples: usize) -> std::io::Result<Vec<FileRe
             reports.push(FileReport { name, source: Source::Builtin, checked: "header and CRC-32".to_owned(), problems });
         }
     }
+    reports.extend(verify_chesstb(dir));
     reports.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(reports)
+}
+
+fn verify_chesstb(dir: &Path) -> Vec<FileReport> {
+    let tb = crate::chesstb::Chesstb::open(&[dir.to_owned()], 1 << 20);
+    tb.files()
+        .into_iter()
+        .map(|f| {
+            // Named with its directory when it has one: chesstb lays files out by kind.
+            let name = match f.path.parent().filter(|p| *p != dir).and_then(|p| p.file_name()) {
+                Some(sub) => format!("{}/{}", sub.to_string_lossy(), f.name),
+                None => f.name,
+            };
+            FileReport {
+                name,
+                source: Source::Chesstb,
+                checked: "header and XXH64".to_owned(),
+                problems: tb.check(&f.material, f.kind, true).err().into_iter().collect(),
+            }
+        })
+        .collect()
 }
 
 fn verify_syzygy(dir: &Path, samples: usize) -> Vec<FileReport> {

@@ -5,6 +5,7 @@
 //! not here.
 
 pub mod builtin;
+pub mod chesstb;
 pub mod gaviota;
 pub mod syzygy;
 
@@ -48,6 +49,8 @@ pub enum TableKind {
     Dtz,
     Dtm,
     Dtm50,
+    /// chesstb's distance to conversion (pawn endings).
+    Dtc,
 }
 
 /// One table file (or built-in table) as listed by `/api/v1/tables`.
@@ -122,6 +125,21 @@ pub trait TableSource: Send + Sync {
 
     /// Stops background work (shutdown); probes may fail afterwards.
     fn shutdown(&self) {}
+
+    /// Counters of a decoded-block cache, for sources that keep one.
+    fn block_cache(&self) -> Option<BlockCacheCounts> {
+        None
+    }
+}
+
+/// A source's decoded-block cache, as `/prometheus` shows it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BlockCacheCounts {
+    pub hits: u64,
+    pub misses: u64,
+    /// Blocks dropped to stay within the size limit.
+    pub evictions: u64,
+    pub bytes: u64,
 }
 
 /// The entries of a table directory, sorted. A missing or unreadable

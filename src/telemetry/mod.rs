@@ -202,6 +202,25 @@ impl Collector for TablesCollector {
         for (source, n) in per_source(&|t| i64::try_from(t.bytes).unwrap_or(i64::MAX)) {
             ConstGauge::new(n).encode(bytes.encode_family(&[("source", source.as_str())])?)?;
         }
+
+        let caches: Vec<(Source, crate::sources::BlockCacheCounts)> =
+            tablebases.source_handles().filter_map(|s| s.block_cache().map(|c| (s.source(), c))).collect();
+        type Counter = (&'static str, &'static str, fn(&crate::sources::BlockCacheCounts) -> u64);
+        let counters: [Counter; 3] = [
+            ("block_cache_hits", "Table blocks found decoded in the source's block cache", |c| c.hits),
+            ("block_cache_misses", "Table blocks that had to be decoded", |c| c.misses),
+            ("block_cache_evictions", "Decoded blocks dropped to keep the block cache within its size", |c| c.evictions),
+        ];
+        for (name, help, get) in counters {
+            let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
+            for (source, c) in &caches {
+                family.encode_family(&[("source", source.as_str())])?.encode_counter::<NoLabelSet, _, u64>(&get(c), None)?;
+            }
+        }
+        let mut size = encoder.encode_descriptor("block_cache_size", "Decoded blocks held, by source", Some(&Unit::Bytes), MetricType::Gauge)?;
+        for (source, c) in &caches {
+            ConstGauge::new(i64::try_from(c.bytes).unwrap_or(i64::MAX)).encode(size.encode_family(&[("source", source.as_str())])?)?;
+        }
         Ok(())
     }
 }

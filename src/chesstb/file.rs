@@ -1,0 +1,586 @@
+//! One chesstb table file: header, per-side frames, offset sections and
+//! block decoding (LZ4 with a dictionary for WDL, raw LZMA1 for the rest).
+
+use std::{
+    ops::Range,
+    path::Path,
+    sync::Arc,
+};
+
+use memmap2::Mmap;
+
+use super::{
+    cache::{Block, BlockCache, BlockKey, LayeredBlock},
+    index::{IndexConfig, Layout},
+    material::TableMaterial,
+};
+
+/// What a file holds, by its extension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Wdl,
+    Dtz,
+    Dtc,
+    Dtm,
+    Dtm50,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 5] = [Kind::Wdl, Kind::Dtz, Kind::Dtc, Kind::Dtm, Kind::Dtm50];
+
+    pub fn extension(self) -> &'static str {
+        match self {
+            Kind::Wdl => "lzw",
+            Kind::Dtz => "lzdtz",
+            Kind::Dtc => "lzdtc",
+            Kind::Dtm => "lzdtm",
+            Kind::Dtm50 => "lzdtm50",
+        }
+    }
+
+    pub fn from_extension(ext: &str) -> Option<Kind> {
+        Kind::ALL.into_iter().find(|k| k.extension() == ext)
+    }
+
+    fn magic(self) -> u32 {
+        match self {
+            Kind::Wdl => 0x9bd1_e3a6,
+            Kind::Dtz => 0x2ec8_b161,
+            Kind::Dtc => 0x2ec8_b17e,
+            Kind::Dtm => 0xab57_c134,
+            Kind::Dtm50 => 0xab57_c151,
+        }
+    }
+
+    /// Changepoint packs (one record per position across layers).
+    fn layered(self) -> bool {
+        matches!(self, Kind::Dtc | Kind::Dtm50)
+    }
+
+    /// Layers of a pack: DTM50 has plain DTM and clocks 0–99, DTC the DTZ row
+    /// and 29 push budgets.
+    pub fn layers(self) -> usize {
+        match self {
+            Kind::Dtm50 => 101,
+            Kind::Dtc => 30,
+            _ => 1,
+        }
+    }
+
+    fn bitmap_bytes(self) -> usize {
+        self.layers().div_ceil(32) * 4
+    }
+}
+
+const CHECKSUM_SEED: u64 = 0xf0f0_f0f0_f0f0;
+const FLAG_SINGULAR: u8 = 0x80;
+const FLAG_DROPPED: u8 = 0x40;
+const FLAG_LOSS_ONLY: u8 = 0x20;
+const FLAG_RELAXED: u8 = 0x10;
+
+/// A problem with a file or one of its blocks.
+pub type FileResult<T> = Result<T, String>;
+
+/// Reads little-endian fields with bounds checks.
+struct Reader<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> FileResult<&'a [u8]> {
+        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("header runs past the end of the file")?;
+        let s = &self.bytes[self.at..end];
+        self.at = end;
+        Ok(s)
+    }
+    fn u8(&mut self) -> FileResult<u8> {
+        Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> FileResult<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().expect("2 bytes")))
+    }
+    fn u32(&mut self) -> FileResult<u32> {
+        Ok(u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes")))
+    }
+    fn u64(&mut self) -> FileResult<u64> {
+        Ok(u64::from_le_bytes(self.take(8)?.try_into().expect("8 bytes")))
+    }
+    fn align(&mut self, to: usize) {
+        self.at = self.at.div_ceil(to) * to;
+    }
+}
+
+/// `width` bits at bit `pos` of `bytes`, LSB first; bits past the end read 0.
+fn read_bits(bytes: &[u8], pos: u64, width: u8) -> u64 {
+    if width == 0 {
+        return 0;
+    }
+    let mut v = 0u64;
+    let first = (pos / 8) as usize;
+    let shift = (pos % 8) as u32;
+    for i in 0..9usize {
+        let b = bytes.get(first + i).copied().unwrap_or(0) as u64;
+        if i == 0 {
+            v |= b >> shift;
+        } else {
+            let at = 8 * i as u32 - shift;
+            if at < 64 {
+                v |= b << at;
+            }
+        }
+    }
+    if width >= 64 { v } else { v & ((1u64 << width) - 1) }
+}
+
+/// A monotone sequence stored as one full sample per 2^log2 values plus
+/// fixed-width deltas (the cumulative block offsets).
+#[derive(Debug, Clone)]
+struct MonoVec {
+    samples: Range<usize>,
+    deltas: Range<usize>,
+    log2: u8,
+    sample_width: u8,
+    delta_width: u8,
+}
+
+impl MonoVec {
+    fn get(&self, file: &[u8], i: u64) -> u64 {
+        let s = read_bits(&file[self.samples.clone()], (i >> self.log2) * self.sample_width as u64, self.sample_width);
+        let d = read_bits(&file[self.deltas.clone()], i * self.delta_width as u64, self.delta_width);
+        s + d
+    }
+}
+
+/// One side to move's part of a file.
+#[derive(Debug)]
+pub enum FrameData {
+    /// One stored value for every position.
+    Singular(u8),
+    /// Left out by chesstb's `shrink`: rebuilt by a one-ply search.
+    Dropped,
+    Stored(Box<Stored>),
+}
+
+#[derive(Debug)]
+pub struct Frame {
+    pub data: FrameData,
+    /// Only losses are priced; wins are rebuilt by a one-ply search.
+    pub loss_only: bool,
+    /// WDL: the stored class is a lower bound, raised by captures and
+    /// promotions.
+    pub relaxed: bool,
+}
+
+#[derive(Debug)]
+pub struct Stored {
+    pub layout: Layout,
+    entry_bytes: usize,
+    /// Bytes per block (WDL, DTZ, DTM) or positions per block (packs).
+    block_unit: u64,
+    /// The last block's size in the same unit (0: a full block).
+    tail: u64,
+    block_count: u64,
+    data: Range<usize>,
+    ranks: Vec<u16>,
+    dict: Range<usize>,
+    offsets: Option<MonoVec>,
+    usizes: Option<(Range<usize>, u8)>,
+}
+
+/// An opened, memory-mapped table file.
+pub struct TableFile {
+    pub id: u32,
+    pub kind: Kind,
+    pub name: String,
+    map: Mmap,
+    pub index: IndexConfig,
+    /// By side to move in the table's colours (0 = the side named first).
+    pub frames: [Frame; 2],
+}
+
+/// chesstb's 30-bit material key: base-9 digits, white's below black's, the
+/// smaller of the two orientations.
+fn material_key(m: &TableMaterial) -> u32 {
+    const WHITE: [u32; 5] = [6561, 729, 81, 9, 1];
+    const BLACK: [u32; 5] = [387_420_489, 43_046_721, 4_782_969, 531_441, 59_049];
+    let key = |a: &[u8; 5], b: &[u8; 5]| -> u32 {
+        (0..5).map(|i| a[i] as u32 * WHITE[i]).sum::<u32>().wrapping_add((0..5).map(|i| b[i] as u32 * BLACK[i]).sum())
+    };
+    key(&m.counts[0], &m.counts[1]).min(key(&m.counts[1], &m.counts[0]))
+}
+
+impl TableFile {
+    pub fn open(id: u32, path: &Path, kind: Kind, material: TableMaterial) -> FileResult<TableFile> {
+        let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
+        // SAFETY: table files are read-only inputs; like every memory-mapped
+        // table reader, a file truncated while mapped is outside our control.
+        let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let index = IndexConfig::new(&material);
+        let frames = parse(&map, kind, &material, &index)?;
+        Ok(TableFile { id, kind, name, map, index, frames })
+    }
+
+    pub fn bytes(&self) -> &[u8] {
+        &self.map
+    }
+
+    /// Bytes per stored rank of a frame (1 for singular or dropped frames).
+    pub fn entry_bytes(&self, side: usize) -> usize {
+        match &self.frames[side].data {
+            FrameData::Stored(s) => s.entry_bytes,
+            _ => 1,
+        }
+    }
+
+    /// Whether the trailing XXH64 matches (chesstb seeds it with 0xf0f0f0f0f0f0).
+    pub fn checksum_ok(&self) -> bool {
+        let b = self.bytes();
+        if b.len() < 8 {
+            return false;
+        }
+        let (body, tail) = b.split_at(b.len() - 8);
+        xxhash_rust::xxh64::xxh64(body, CHECKSUM_SEED) == u64::from_le_bytes(tail.try_into().expect("8 bytes"))
+    }
+
+    /// The raw stored code (WDL) or rank value (others) of a non-layered
+    /// frame at `idx`. `None`: the position is in a skipped (all-draw or
+    /// illegal) block.
+    pub fn read_plain(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<u16>> {
+        let s = match &self.frames[side].data {
+            FrameData::Singular(v) => return Ok(Some(*v as u16)),
+            FrameData::Dropped => return Err("read from a dropped frame".into()),
+            FrameData::Stored(s) => s,
+        };
+        let (block, within) = if self.kind == Kind::Wdl {
+            let byte = idx / 2;
+            (byte / s.block_unit, (byte % s.block_unit) as usize)
+        } else {
+            let per_block = s.block_unit / s.entry_bytes as u64;
+            (idx / per_block, (idx % per_block) as usize * s.entry_bytes)
+        };
+        let Some(data) = self.block(cache, side, s, block)? else { return Ok(None) };
+        let Block::Bytes(bytes) = &*data else { return Err("unexpected block type".into()) };
+        if self.kind == Kind::Wdl {
+            let b = *bytes.get(within).ok_or("position outside its block")?;
+            return Ok(Some(((b >> ((idx % 2) * 4)) & 0xf) as u16));
+        }
+        let rank = if s.entry_bytes == 1 {
+            *bytes.get(within).ok_or("position outside its block")? as usize
+        } else {
+            let b = bytes.get(within..within + 2).ok_or("position outside its block")?;
+            u16::from_le_bytes([b[0], b[1]]) as usize
+        };
+        s.ranks.get(rank).copied().map(Some).ok_or_else(|| format!("rank {rank} out of range"))
+    }
+
+    /// A changepoint record of a pack at `idx`; `None` for a skipped block
+    /// or a singular (all-draw) frame.
+    pub fn read_record(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<Record>> {
+        let s = match &self.frames[side].data {
+            FrameData::Singular(_) => return Ok(None),
+            FrameData::Dropped => return Err("read from a dropped frame".into()),
+            FrameData::Stored(s) => s,
+        };
+        let block = idx / s.block_unit;
+        let Some(data) = self.block(cache, side, s, block)? else { return Ok(None) };
+        let Block::Layered(lb) = &*data else { return Err("unexpected block type".into()) };
+        lb.record((idx % s.block_unit) as usize, s.entry_bytes, self.kind.bitmap_bytes(), &s.ranks).map(Some)
+    }
+
+    fn block(&self, cache: &BlockCache, side: usize, s: &Stored, block: u64) -> FileResult<Option<Arc<Block>>> {
+        if block >= s.block_count {
+            return Err(format!("block {block} beyond the {} of the frame", s.block_count));
+        }
+        let offsets = s.offsets.as_ref().ok_or("no offsets")?;
+        let bytes = self.bytes();
+        let (start, end) = (offsets.get(bytes, block), offsets.get(bytes, block + 1));
+        if start == end {
+            return Ok(None);
+        }
+        if start > end || end > (s.data.end - s.data.start) as u64 {
+            return Err(format!("block {block}: offsets {start}..{end} outside the data"));
+        }
+        let key = BlockKey { file: self.id, side: side as u8, block };
+        if let Some(b) = cache.get(&key) {
+            return Ok(Some(b));
+        }
+        let compressed = &bytes[s.data.start + start as usize..s.data.start + end as usize];
+        let last = block + 1 == s.block_count && s.tail != 0;
+        let decoded = match self.kind {
+            Kind::Wdl => {
+                let size = if last { s.tail } else { s.block_unit } as usize;
+                Block::Bytes(lz4_block(compressed, size, &bytes[s.dict.clone()]).map_err(|e| format!("block {block}: {e}"))?)
+            }
+            Kind::Dtz | Kind::Dtm => {
+                let size = if last { s.tail } else { s.block_unit } as usize;
+                Block::Bytes(lzma_block(compressed, size).map_err(|e| format!("block {block}: {e}"))?)
+            }
+            Kind::Dtc | Kind::Dtm50 => {
+                let positions = if last { s.tail } else { s.block_unit } as usize;
+                let (range, width) = s.usizes.as_ref().ok_or("no block sizes")?;
+                let usize = read_bits(&bytes[range.clone()], block * *width as u64, *width) as usize;
+                let payload = lzma_block(compressed, usize).map_err(|e| format!("block {block}: {e}"))?;
+                Block::Layered(
+                    LayeredBlock::new(payload, positions, s.entry_bytes, self.kind.bitmap_bytes())
+                        .map_err(|e| format!("block {block}: {e}"))?,
+                )
+            }
+        };
+        Ok(Some(cache.insert(key, decoded)))
+    }
+}
+
+fn lz4_block(compressed: &[u8], size: usize, dict: &[u8]) -> Result<Vec<u8>, String> {
+    let mut out = vec![0u8; size];
+    let n = lz4_flex::block::decompress_into_with_dict(compressed, &mut out, dict).map_err(|e| format!("LZ4: {e}"))?;
+    if n != size {
+        return Err(format!("LZ4: {n} bytes instead of {size}"));
+    }
+    Ok(out)
+}
+
+/// Raw LZMA1 without an end marker, its 5 property bytes stored after it.
+fn lzma_block(compressed: &[u8], size: usize) -> Result<Vec<u8>, String> {
+    if compressed.len() < 5 {
+        return Err("LZMA block shorter than its properties".into());
+    }
+    use liblzma::stream::{Action, Filters, LzmaOptions, Status, Stream};
+    let (stream, props) = compressed.split_at(compressed.len() - 5);
+    // Properties: (pb · 5 + lp) · 9 + lc, then the dictionary size.
+    let lclppb = props[0] as u32;
+    if lclppb >= 9 * 5 * 5 {
+        return Err(format!("LZMA: bad properties byte {lclppb}"));
+    }
+    let dict = u32::from_le_bytes(props[1..5].try_into().expect("4 bytes")).clamp(4096, 1 << 30);
+    let mut options = LzmaOptions::new_preset(6).map_err(|e| format!("LZMA: {e}"))?;
+    options.literal_context_bits(lclppb % 9).literal_position_bits(lclppb / 9 % 5).position_bits(lclppb / 45).dict_size(dict);
+    let mut filters = Filters::new();
+    filters.lzma1(&options);
+    let mut decoder = Stream::new_raw_decoder(&filters).map_err(|e| format!("LZMA: {e}"))?;
+    // No end marker: decoding stops when the known size is out.
+    let mut out = Vec::with_capacity(size);
+    while out.len() < size {
+        let (read, written) = (decoder.total_in(), out.len());
+        let status = decoder.process_vec(&stream[read as usize..], &mut out, Action::Run).map_err(|e| format!("LZMA: {e}"))?;
+        let stuck = decoder.total_in() == read && out.len() == written;
+        if out.len() < size && (status == Status::StreamEnd || stuck) {
+            return Err(format!("LZMA: {} bytes instead of {size}", out.len()));
+        }
+    }
+    Ok(out)
+}
+
+fn get(frames: &mut [Frame], i: usize) -> &mut Stored {
+    match &mut frames[i].data {
+        FrameData::Stored(s) => s,
+        _ => unreachable!("only stored frames are looked up"),
+    }
+}
+
+fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig) -> FileResult<[Frame; 2]> {
+    if bytes.len() % 64 != 8 {
+        return Err(format!("size {} is not 64·n + 8 (truncated?)", bytes.len()));
+    }
+    let mut r = Reader { bytes, at: 0 };
+    let magic = r.u32()?;
+    if magic != kind.magic() {
+        return Err(format!("wrong magic {magic:#010x} for .{}", kind.extension()));
+    }
+    let key_and_count = r.u32()?;
+    if key_and_count >> 2 != material_key(material) {
+        return Err("material key does not match the file name".into());
+    }
+    let stored_sides = match key_and_count & 3 {
+        1 if material.is_symmetric() => 1,
+        2 => 2,
+        n => return Err(format!("bad frame count {n}")),
+    };
+    let mut frames: Vec<Frame> = Vec::new();
+    for _ in 0..stored_sides {
+        let flag = r.u8()?;
+        let data = if flag & FLAG_SINGULAR != 0 {
+            FrameData::Singular(r.u8()?)
+        } else if flag & FLAG_DROPPED != 0 {
+            FrameData::Dropped
+        } else {
+            let perm = r.u32()?;
+            let layout = index.layout(perm).ok_or_else(|| format!("bad index permutation {perm}"))?;
+            let mut s = Stored {
+                layout,
+                entry_bytes: 1,
+                block_unit: 0,
+                tail: 0,
+                block_count: 0,
+                data: 0..0,
+                ranks: Vec::new(),
+                dict: 0..0,
+                offsets: None,
+                usizes: None,
+            };
+            let data_size;
+            if kind == Kind::Wdl {
+                s.tail = r.u16()? as u64;
+                s.block_unit = r.u32()? as u64;
+                s.block_count = r.u64()?;
+                data_size = r.u64()?;
+            } else {
+                s.entry_bytes = r.u8()? as usize;
+                if s.entry_bytes != 1 && s.entry_bytes != 2 {
+                    return Err(format!("bad entry size {}", s.entry_bytes));
+                }
+                if kind.layered() {
+                    s.block_unit = r.u32()? as u64;
+                    s.block_count = r.u64()?;
+                    s.tail = r.u32()? as u64;
+                } else {
+                    s.tail = r.u32()? as u64;
+                    s.block_unit = r.u32()? as u64;
+                    s.block_count = r.u64()?;
+                }
+                data_size = r.u64()?;
+                let n = r.u16()? as usize;
+                s.ranks = (0..n).map(|_| r.u16()).collect::<FileResult<_>>()?;
+            }
+            if s.block_unit == 0 || s.block_count == 0 || s.block_count > 1 << 40 || !s.block_unit.is_multiple_of(s.entry_bytes as u64) {
+                return Err("bad block geometry".into());
+            }
+            // The frame's blocks must cover its index exactly.
+            let units = if kind == Kind::Wdl {
+                index.num_positions.div_ceil(2)
+            } else if kind.layered() {
+                index.num_positions
+            } else {
+                index.num_positions * s.entry_bytes as u64
+            };
+            let covered = (s.block_count - 1) * s.block_unit + if s.tail == 0 { s.block_unit } else { s.tail };
+            if covered != units {
+                return Err(format!("blocks cover {covered} units, the index {units}"));
+            }
+            s.data = 0..data_size as usize;
+            FrameData::Stored(Box::new(s))
+        };
+        frames.push(Frame { data, loss_only: flag & FLAG_LOSS_ONLY != 0, relaxed: flag & FLAG_RELAXED != 0 });
+    }
+    let stored_ids: Vec<usize> = (0..frames.len()).filter(|&i| matches!(frames[i].data, FrameData::Stored(_))).collect();
+    if kind == Kind::Wdl {
+        for &i in &stored_ids {
+            let n = r.u16()? as usize;
+            let start = r.at;
+            r.take(n)?;
+            get(&mut frames, i).dict = start..start + n;
+        }
+    }
+    for &i in &stored_ids {
+        let log2 = r.u8()?;
+        let sample_width = r.u8()?;
+        let delta_width = r.u8()?;
+        let usz_width = r.u8()?;
+        if log2 > 32 || sample_width > 64 || delta_width > 64 || usz_width > 64 {
+            return Err("bad offset section".into());
+        }
+        let s = get(&mut frames, i);
+        let values = s.block_count + 1;
+        let samples = values.div_ceil(1 << log2);
+        let sample_bytes = (samples * sample_width as u64).div_ceil(8) as usize;
+        let delta_bytes = (values * delta_width as u64).div_ceil(8) as usize;
+        let start = r.at;
+        r.take(sample_bytes + delta_bytes)?;
+        s.offsets = Some(MonoVec {
+            samples: start..start + sample_bytes,
+            deltas: start + sample_bytes..start + sample_bytes + delta_bytes,
+            log2,
+            sample_width,
+            delta_width,
+        });
+        if kind.layered() {
+            let n = (s.block_count * usz_width as u64).div_ceil(8) as usize;
+            let start = r.at;
+            r.take(n)?;
+            s.usizes = Some((start..start + n, usz_width));
+        }
+    }
+    for &i in &stored_ids {
+        r.align(64);
+        let s = get(&mut frames, i);
+        let size = s.data.end;
+        let start = r.at;
+        if start.checked_add(size).is_none_or(|e| e > bytes.len() - 8) {
+            return Err("compressed data runs past the end of the file (truncated?)".into());
+        }
+        r.at += size;
+        s.data = start..start + size;
+    }
+    let mut it = frames.into_iter();
+    let white = it.next().ok_or("no frames")?;
+    let black = it.next().unwrap_or(Frame { data: FrameData::Dropped, loss_only: white.loss_only, relaxed: white.relaxed });
+    Ok([white, black])
+}
+
+/// A position's record in a changepoint pack.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Pack index at which each segment starts (the first at 0), and its
+    /// stored value; a trailing DRAW segment has no value.
+    pub starts: arrayvec::ArrayVec<u8, 101>,
+    pub values: arrayvec::ArrayVec<u16, 101>,
+    pub draw_end: bool,
+}
+
+impl Record {
+    /// The stored value at pack index `layer`, `None` for DRAW.
+    pub fn at(&self, layer: usize) -> Option<u16> {
+        let seg = self.starts.iter().rposition(|&s| s as usize <= layer)?;
+        self.values.get(seg).copied()
+    }
+
+    /// Where the record turns DRAW, 0 if it never does.
+    pub fn draw_flip(&self) -> u8 {
+        if self.draw_end { *self.starts.last().unwrap_or(&0) } else { 0 }
+    }
+}
+
+/// Helper for [`LayeredBlock`]: record widths.
+pub(super) fn single_width(first: u8, eb: usize) -> usize {
+    if first & 0x80 != 0 { 1 + eb } else { 1 + 2 * eb }
+}
+pub(super) fn double_width(second: u8, eb: usize) -> usize {
+    if second & 0x80 != 0 { 2 + 2 * eb } else { 2 + 3 * eb }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bits_read_across_bytes() {
+        let bytes = [0b1010_1100u8, 0xff, 0x01];
+        assert_eq!(read_bits(&bytes, 2, 4), 0b1011);
+        assert_eq!(read_bits(&bytes, 6, 10), 0b11_1111_1110);
+        assert_eq!(read_bits(&bytes, 16, 8), 1);
+        assert_eq!(read_bits(&bytes, 20, 8), 0);
+    }
+
+    #[test]
+    fn garbage_blocks_fail_cleanly() {
+        let mut seed = 0x1234_5678u32;
+        for len in [0usize, 3, 5, 6, 17, 200, 4096] {
+            let data: Vec<u8> = (0..len)
+                .map(|_| {
+                    seed ^= seed << 13;
+                    seed ^= seed >> 17;
+                    seed ^= seed << 5;
+                    seed as u8
+                })
+                .collect();
+            let _ = lzma_block(&data, 1000);
+            let _ = lz4_block(&data, 1000, &[]);
+            if let Ok(p) = lzma_block(&data, 64) {
+                let _ = LayeredBlock::new(p, 100, 1, 16);
+            }
+            let _ = LayeredBlock::new(data.clone(), 1000, 1, 16);
+            let _ = LayeredBlock::new(data, 7, 2, 4);
+        }
+    }
+}

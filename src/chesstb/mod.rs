@@ -1,0 +1,243 @@
+//! A reader of chesstb's shipping format (GitHub `noobpwnftw/chesstb`):
+//! WDL, DTZ, DTM and the DTM50 pack (exact DTM50 at every half-move clock
+//! 0–99) for up to 6 pieces, read from the files users download, apart from
+//! tbserver's own generator. Written from chesstb's README and probe sources;
+//! no code was copied.
+//!
+//! # The format, as this reader understands it
+//!
+//! **Files.** `wdl/<M>.lzw`, `dtz/<M>.lzdtz`, `dtc/<M>.lzdtc`, `dtm/<M>.lzdtm`,
+//! `dtm50/<M>.lzdtm50` (plus `.info` text files, ignored). `<M>` names the
+//! material with the stronger side first (`KRKB`, never `KBKR`): strength
+//! Q 900, R 500, B 330, N 320, P 100, ties broken by more queens, rooks, …
+//! The side named first is "white" inside the table; a position whose colours
+//! are the other way round is mirrored (colours swapped, ranks flipped).
+//! A file's size is 64·n + 8: the last 8 bytes are XXH64 of everything
+//! before, seeded with `0xf0f0f0f0f0f0` (checked by `tbserver verify`).
+//!
+//! **Header.** `u32` magic per kind; `u32` = material key << 2 | frames,
+//! the key being base-9 digits per piece (white Q 9⁴ … P 1, black Q 9⁹ …
+//! P 9⁵), the smaller of both orientations. Frames is 2, or 1 for a
+//! symmetric material (the second side to move is the first mirrored). Per
+//! frame a flag byte: `0x80` one value for the whole frame (the next byte),
+//! `0x40` dropped by `shrink` (rebuilt at probe time by a one-ply search
+//! over the children), `0x20` losses only (wins rebuilt the same way),
+//! `0x10` relaxed WDL (the stored class is a lower bound; the probe takes the
+//! max with the best capture or promotion). A stored frame continues with a
+//! `u32` permutation of the non-pawn piece classes, then per kind:
+//! WDL `u16` tail bytes, `u32` block bytes, `u64` blocks, `u64` data bytes;
+//! DTZ/DTM `u8` entry bytes (1 or 2), `u32` tail, `u32` block bytes, `u64`
+//! blocks, `u64` data bytes, `u16` n + n `u16` rank→value; DTM50/DTC the same
+//! but `u32` positions per block, `u64` blocks, `u32` positions in the last.
+//! After all frames: WDL dictionaries (`u16` size + bytes) per stored frame;
+//! per stored frame an offset section (`u8` log2 bucket, sample width, delta
+//! width, block-size width; samples and deltas bit-packed LSB first: block i
+//! spans offsets[i]..offsets[i+1] of the frame's data, an empty span is an
+//! all-draw/illegal block); for packs also the bit-packed uncompressed size
+//! of each block; then each frame's data, aligned to 64 bytes.
+//!
+//! **Blocks.** WDL: LZ4 blocks with the frame's dictionary, 4-bit codes two
+//! per byte (0 loss, 1 blessed loss, 2 draw, 3 cursed win, 4 win, 5/6 a
+//! loss/win at exactly the 50-move edge, 7 illegal). The others: raw LZMA1
+//! (no end marker) whose 5 property bytes follow the stream; DTZ/DTM hold
+//! ranks (1 or 2 bytes) into the rank table. DTM values are halved (win
+//! 2v+1, loss 2v plies); DTZ cursed values are halved in the 1-byte tier.
+//!
+//! **Index.** King pair first: pawnless tables use the 8 symmetries of the
+//! board (white king in a1–d1–d4, 462 placements; with both kings on the
+//! long diagonal the smaller of the two diagonal reflections of the pieces
+//! counts), tables with pawns the file mirror (1806). Pawns (squares a2–h7)
+//! form slices: black placement × white placements disjoint from it. Each
+//! other class (colour × role, in the order black N B R Q, white N B R Q,
+//! then permuted per frame) is a colex rank over all 64 squares; overlaps
+//! stay as unused slots. index = (pawn slice · 1806 + king slice) · Π sizes
+//! + Σ rank · weight.
+//!
+//! **DTM50 pack.** One record per position over 101 layers: layer 0 plain
+//! DTM, layer k + 1 DTM50 at clock k. 2-bit states per position (CONST,
+//! SINGLE `[h, r0, r1]`, DOUBLE `[h1, h2, r0, r1, r2]`, MULTI `[k, 128-bit
+//! changepoint bitmap, k ranks]`), the top bit of the last `h` (or `k`)
+//! saying the record ends in DRAW (its last rank left out). The class comes
+//! from the WDL file; the layer where a record turns DRAW gives DTZ = 102 − h.
+//! DTC packs have the same layout with 30 layers (DTZ, then 29 push budgets).
+//!
+//! # Supported here
+//! All of the above for WDL, DTZ, DTM and DTM50, including dropped frames,
+//! loss-only and relaxed frames, en passant, and symmetric materials. Not
+//! supported: DTC values (its files are found and checked by `verify`),
+//! opposing-pawn-pair tables (`p` in the name), and 7-piece index sizes
+//! beyond 64 bits.
+
+mod cache;
+mod file;
+mod index;
+mod material;
+mod probe;
+
+use std::{
+    collections::HashMap,
+    path::{Path, PathBuf},
+    sync::{
+        Arc, OnceLock,
+        atomic::{AtomicU32, Ordering},
+    },
+};
+
+use shakmaty::{Chess, Position};
+
+pub use cache::CacheStats;
+pub use file::Kind;
+pub use material::TableMaterial;
+pub use probe::{Class, Mate, Values};
+
+/// A chesstb table that exists but could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("table {table}: {reason}")]
+pub struct ProbeError {
+    pub table: String,
+    pub reason: String,
+}
+
+struct Slot {
+    path: PathBuf,
+    bytes: u64,
+    opened: OnceLock<Result<Arc<file::TableFile>, String>>,
+}
+
+/// A listed file, for `/api/v1/tables` and `verify`.
+#[derive(Debug, Clone)]
+pub struct FileInfo {
+    pub name: String,
+    pub material: TableMaterial,
+    pub kind: Kind,
+    pub path: PathBuf,
+    pub bytes: u64,
+}
+
+/// All chesstb tables found in some directories, opened on first use.
+pub struct Chesstb {
+    slots: HashMap<(TableMaterial, Kind), Slot>,
+    cache: cache::BlockCache,
+    next_id: AtomicU32,
+    max_pieces: usize,
+}
+
+impl Chesstb {
+    /// Indexes `dirs` (each either holding `wdl/ dtz/ dtc/ dtm/ dtm50/` or
+    /// the files themselves; the first file found for a name wins) with a
+    /// decoded-block cache of `cache_bytes`.
+    pub fn open(dirs: &[PathBuf], cache_bytes: u64) -> Chesstb {
+        let mut slots = HashMap::new();
+        for dir in dirs {
+            let mut candidates = vec![dir.clone()];
+            candidates.extend(["wdl", "dtz", "dtc", "dtm", "dtm50"].iter().map(|s| dir.join(s)));
+            for d in candidates {
+                let Ok(entries) = std::fs::read_dir(&d) else { continue };
+                let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+                paths.sort();
+                for path in paths {
+                    let Some((material, kind)) = Self::classify(&path) else { continue };
+                    let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                    slots.entry((material, kind)).or_insert(Slot { path, bytes, opened: OnceLock::new() });
+                }
+            }
+        }
+        let max_pieces = slots.keys().map(|(m, _)| m.pieces()).max().unwrap_or(0);
+        Chesstb { slots, cache: cache::BlockCache::new(cache_bytes), next_id: AtomicU32::new(0), max_pieces }
+    }
+
+    fn classify(path: &Path) -> Option<(TableMaterial, Kind)> {
+        let kind = Kind::from_extension(path.extension()?.to_str()?)?;
+        let material = TableMaterial::parse(path.file_stem()?.to_str()?)?;
+        Some((material, kind))
+    }
+
+    pub fn max_pieces(&self) -> usize {
+        self.max_pieces
+    }
+
+    pub fn cache_stats(&self) -> &CacheStats {
+        &self.cache.stats
+    }
+
+    pub fn cache_bytes(&self) -> u64 {
+        self.cache.weighted_bytes()
+    }
+
+    /// The files found, sorted by pieces and name.
+    pub fn files(&self) -> Vec<FileInfo> {
+        let mut out: Vec<FileInfo> = self
+            .slots
+            .iter()
+            .map(|((material, kind), s)| FileInfo {
+                name: s.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                material: *material,
+                kind: *kind,
+                path: s.path.clone(),
+                bytes: s.bytes,
+            })
+            .collect();
+        out.sort_by(|a, b| (a.material.pieces(), &a.name).cmp(&(b.material.pieces(), &b.name)));
+        out
+    }
+
+    /// Opens a file (once) and, with `checksum`, checks its XXH64.
+    pub fn check(&self, material: &TableMaterial, kind: Kind, checksum: bool) -> Result<(), String> {
+        let f = self.file(material, kind).map_err(|e| e.reason)?.ok_or("not found")?;
+        if checksum && !f.checksum_ok() {
+            return Err("XXH64 checksum mismatch".into());
+        }
+        if matches!(kind, Kind::Dtz | Kind::Dtc | Kind::Dtm | Kind::Dtm50) && !self.slots.contains_key(&(*material, Kind::Wdl)) {
+            return Err("its WDL companion (which gives the win/loss class) is missing".into());
+        }
+        Ok(())
+    }
+
+    fn file(&self, material: &TableMaterial, kind: Kind) -> Result<Option<Arc<file::TableFile>>, ProbeError> {
+        let Some(slot) = self.slots.get(&(*material, kind)) else { return Ok(None) };
+        let opened = slot.opened.get_or_init(|| {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            file::TableFile::open(id, &slot.path, kind, *material).map(Arc::new)
+        });
+        match opened {
+            Ok(f) => Ok(Some(Arc::clone(f))),
+            Err(reason) => Err(ProbeError {
+                table: slot.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                reason: reason.clone(),
+            }),
+        }
+    }
+
+    /// Whether a WDL table covers the material of `pos`.
+    pub fn covers(&self, pos: &Chess) -> bool {
+        let (m, _) = TableMaterial::of_board(pos.board()).canonical();
+        self.slots.contains_key(&(m, Kind::Wdl))
+    }
+
+    /// WDL at clock 0 (en passant included); `None` if no table covers it.
+    pub fn probe_wdl(&self, pos: &Chess) -> Result<Option<Class>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.wdl(pos, 0)
+    }
+
+    /// DTM50 at every clock 0–99 (`None` entries: not priced); `None` if no
+    /// table covers the position. Equal to [`Chesstb::probe`] clock by
+    /// clock, at the cost of about one probe.
+    pub fn dtm50_curve(&self, pos: &Chess) -> Result<Option<Vec<Option<Mate>>>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.curve(pos)
+    }
+
+    /// WDL, DTZ, DTM and, with `clock`, DTM50 at that half-move clock.
+    /// `None` if no table covers the position.
+    pub fn probe(&self, pos: &Chess, clock: Option<u32>) -> Result<Option<Values>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.values(pos, clock, 0)
+    }
+}

@@ -1,0 +1,168 @@
+//! chesstb's shipping format against chesstb's own prober
+//! (`shared/reference/chesstb-positions.jsonl`).
+
+mod common;
+
+use std::{collections::BTreeMap, path::PathBuf};
+
+use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
+use tbserver::chesstb::{Chesstb, Class};
+
+fn chesstb_dir() -> Option<PathBuf> {
+    common::shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))
+}
+
+fn class_name(c: Class) -> &'static str {
+    match c {
+        Class::Win => "WIN",
+        Class::CursedWin => "CURSED_WIN",
+        Class::Draw => "DRAW",
+        Class::BlessedLoss => "BLESSED_LOSS",
+        Class::Loss => "LOSE",
+    }
+}
+
+#[derive(Default)]
+struct Tally {
+    agree: BTreeMap<&'static str, usize>,
+    disagree: BTreeMap<&'static str, Vec<String>>,
+}
+
+impl Tally {
+    fn check<T: PartialEq + std::fmt::Debug>(&mut self, metric: &'static str, fen: &str, ours: T, theirs: T) {
+        if ours == theirs {
+            *self.agree.entry(metric).or_default() += 1;
+        } else {
+            self.disagree.entry(metric).or_default().push(format!("{fen}: ours {ours:?}, chesstb {theirs:?}"));
+        }
+    }
+}
+
+#[test]
+fn agrees_with_chesstb_prober() {
+    let Some(dir) = chesstb_dir() else { return };
+    let reference = dir.join("../../reference/chesstb-positions.jsonl");
+    let tb = Chesstb::open(&[dir], 64 << 20);
+    let text = std::fs::read_to_string(&reference).expect("reference file");
+    let mut tally = Tally::default();
+    let mut lines = 0;
+    for line in text.lines() {
+        lines += 1;
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fen = r["fen"].as_str().unwrap();
+        let pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap();
+        let v = tb.probe(&pos, Some(pos.halfmoves())).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
+        tally.check("wdl", fen, v.wdl.map(class_name), r["wdl"].as_str());
+        tally.check("dtz_plies", fen, v.dtz_plies.map(u64::from), r["dtz_plies"].as_u64());
+        tally.check("dtm_plies", fen, v.dtm_plies.map(u64::from), r["dtm_plies"].as_u64());
+        let d50 = &r["dtm50"];
+        tally.check("dtm50.class", fen, v.dtm50.map(|m| class_name(m.class)), d50["class"].as_str());
+        let plies = v.dtm50.filter(|m| m.class != Class::Draw).map(|m| m.plies as u64);
+        tally.check("dtm50.plies", fen, plies, d50["plies"].as_u64());
+        if !r["dtc"].is_null() {
+            *tally.agree.entry("dtc (not read: unsupported)").or_default() += 0;
+        }
+    }
+    println!("chesstb reference: {lines} positions");
+    for (metric, n) in &tally.agree {
+        println!("  {metric}: {n} agree");
+    }
+    for (metric, bad) in &tally.disagree {
+        println!("  {metric}: {} DISAGREE, e.g.", bad.len());
+        for b in bad.iter().take(5) {
+            println!("    {b}");
+        }
+    }
+    assert!(tally.disagree.is_empty(), "disagreements with chesstb's prober");
+    assert!(lines >= 2000);
+}
+
+/// Timing of the reference positions, cold then warm (`--ignored`).
+#[test]
+#[ignore]
+fn reference_timing() {
+    let Some(dir) = chesstb_dir() else { return };
+    let reference = dir.join("../../reference/chesstb-positions.jsonl");
+    let tb = Chesstb::open(&[dir], 256 << 20);
+    let text = std::fs::read_to_string(&reference).expect("reference file");
+    let positions: Vec<Chess> = text
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            r["fen"].as_str().unwrap().parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap()
+        })
+        .collect();
+    for pass in ["cold", "warm"] {
+        let start = std::time::Instant::now();
+        let mut slow = Vec::new();
+        for pos in &positions {
+            let t = std::time::Instant::now();
+            tb.probe(pos, Some(pos.halfmoves())).unwrap();
+            slow.push((t.elapsed(), Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string()));
+        }
+        slow.sort();
+        println!("{pass}: {:?} for {} probes; slowest {:?}", start.elapsed(), positions.len(), &slow[slow.len() - 3..]);
+    }
+    let s = tb.cache_stats();
+    println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+}
+
+/// Damaged files fail only the probes that need them, with the file named;
+/// `verify` names each of them.
+#[test]
+fn broken_files_fail_cleanly() {
+    let Some(dir) = chesstb_dir() else { return };
+    let work = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chesstb-broken");
+    let _ = std::fs::remove_dir_all(&work);
+    for kind in ["wdl", "dtm50"] {
+        std::fs::create_dir_all(work.join(kind)).unwrap();
+    }
+    let copy = |rel: &str| {
+        std::fs::copy(dir.join(rel), work.join(rel)).unwrap();
+        std::fs::read(work.join(rel)).unwrap()
+    };
+    for m in ["KQK", "KRK", "KQKR", "KRKN", "KBNK"] {
+        copy(&format!("wdl/{m}.lzw"));
+    }
+    copy("dtm50/KQK.lzdtm50");
+    copy("dtm50/KRK.lzdtm50");
+    // Truncated.
+    let bytes = copy("dtm50/KQKR.lzdtm50");
+    std::fs::write(work.join("dtm50/KQKR.lzdtm50"), &bytes[..bytes.len() / 2]).unwrap();
+    // One flipped bit in the compressed data: only the checksum sees it for sure.
+    let mut bytes = copy("dtm50/KRKN.lzdtm50");
+    let at = bytes.len() - 100;
+    bytes[at] ^= 0x10;
+    std::fs::write(work.join("dtm50/KRKN.lzdtm50"), &bytes).unwrap();
+    // Wrong magic.
+    let mut bytes = copy("dtm50/KBNK.lzdtm50");
+    bytes[0] ^= 0xff;
+    std::fs::write(work.join("dtm50/KBNK.lzdtm50"), &bytes).unwrap();
+    // A DTM50 file without its WDL companion.
+    copy("dtm50/KQKN.lzdtm50");
+
+    let reports = tbserver::verify::verify_dir(&work, 1).unwrap();
+    let bad: Vec<(&str, &str)> =
+        reports.iter().filter(|r| !r.problems.is_empty()).map(|r| (r.name.as_str(), r.problems[0].as_str())).collect();
+    println!("verify: {bad:?}");
+    let bad_names: Vec<&str> = bad.iter().map(|b| b.0).collect();
+    assert_eq!(bad_names, ["dtm50/KBNK.lzdtm50", "dtm50/KQKN.lzdtm50", "dtm50/KQKR.lzdtm50", "dtm50/KRKN.lzdtm50"]);
+    assert!(bad[0].1.contains("magic") && bad[1].1.contains("WDL companion") && bad[2].1.contains("truncated"));
+    assert!(bad[3].1.contains("checksum"));
+    assert_eq!(reports.len(), 5 + 6);
+
+    let tb = Chesstb::open(&[work], 1 << 20);
+    let pos = |fen: &str| -> Chess { fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap() };
+    // Healthy tables answer.
+    let v = tb.probe(&pos("8/8/8/4k3/8/8/8/KQ6 w - - 0 1"), Some(0)).unwrap().unwrap();
+    assert_eq!((v.wdl, v.dtm50.map(|m| m.plies)), (Some(Class::Win), Some(17)));
+    // The truncated and the mislabelled file fail with their names; WDL still answers.
+    let krq = pos("8/8/8/4k3/8/8/8/KQ5r w - - 0 1");
+    let err = tb.probe(&krq, Some(0)).unwrap_err();
+    assert_eq!(err.table, "KQKR.lzdtm50");
+    assert!(tb.probe_wdl(&krq).unwrap().is_some());
+    let err = tb.probe(&pos("8/8/8/4k3/8/8/8/KBN5 w - - 0 1"), Some(0)).unwrap_err();
+    assert_eq!(err.table, "KBNK.lzdtm50");
+    // No WDL companion: chesstb does not cover the material.
+    assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
+}

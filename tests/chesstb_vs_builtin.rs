@@ -1,0 +1,185 @@
+//! Two independent generators: chesstb's tables (shipping format, read by
+//! `tbserver::chesstb`) against tbserver's built-in tables — WDL, DTM and
+//! DTM50 at every clock 0–99. A random sample of every material by default;
+//! every legal position with `TBSERVER_EXHAUSTIVE=1`.
+//!
+//! Run in release mode: `cargo test --release --test chesstb_vs_builtin`.
+
+#[macro_use]
+mod common;
+
+use std::{
+    path::PathBuf,
+    sync::{
+        Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use rayon::prelude::*;
+use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
+use tbserver::{
+    builtin::{Store, all_materials, value},
+    chesstb::{Chesstb, Class},
+};
+
+/// Positions per material in the sample (each checked at 100 clocks).
+const SAMPLE_PER_MATERIAL: usize = 80;
+
+fn exhaustive() -> bool {
+    std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1")
+}
+
+#[derive(Default)]
+struct Counts {
+    positions: AtomicU64,
+    wdl: AtomicU64,
+    dtm: AtomicU64,
+    dtz: AtomicU64,
+    dtm50_pairs: AtomicU64,
+    disagreements: Mutex<Vec<String>>,
+}
+
+impl Counts {
+    fn disagree(&self, what: String) {
+        let mut d = self.disagreements.lock().unwrap();
+        if d.len() < 50 {
+            report!("  DISAGREE {what}");
+            d.push(what);
+        }
+    }
+}
+
+fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
+    let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
+    let (dtz, dtm) = store.probe(pos).expect("built-in").expect("covered");
+    let v = tb.probe(pos, None).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("chesstb covers it");
+    counts.positions.fetch_add(1, Ordering::Relaxed);
+    let ours = v.wdl.map(Class::wdl);
+    if ours == Some(value::wdl50(dtz)) {
+        counts.wdl.fetch_add(1, Ordering::Relaxed);
+    } else {
+        counts.disagree(format!("{fen}: WDL chesstb {ours:?}, built-in {:?}", value::wdl50(dtz)));
+    }
+    if v.signed_dtm() == Some(value::signed_plies(dtm)) {
+        counts.dtm.fetch_add(1, Ordering::Relaxed);
+    } else {
+        counts.disagree(format!("{fen}: DTM chesstb {:?}, built-in {}", v.signed_dtm(), value::signed_plies(dtm)));
+    }
+    // Both know DTZ exactly (no rounding up to 4 pieces).
+    if v.signed_dtz() == Some(value::signed_plies(dtz)) {
+        counts.dtz.fetch_add(1, Ordering::Relaxed);
+    } else {
+        counts.disagree(format!("{fen}: DTZ chesstb {:?}, built-in {}", v.signed_dtz(), value::signed_plies(dtz)));
+    }
+    // The whole curve at once (what the exhaustive run uses), and in the
+    // sample also clock by clock as the service probes it: both must agree.
+    let curve = tb.dtm50_curve(pos).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
+    for clock in 0..100u32 {
+        let theirs = value::signed_plies(store.probe_dtm50(pos, clock).expect("built-in").expect("DTM50"));
+        let mate = if exhaustive() {
+            curve[clock as usize]
+        } else {
+            let m = tb.probe(pos, Some(clock)).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).and_then(|v| v.dtm50);
+            if m != curve[clock as usize] {
+                counts.disagree(format!("{fen} clock {clock}: probe {m:?}, curve {:?}", curve[clock as usize]));
+            }
+            m
+        };
+        let ours = mate.map(|m| match m.class {
+            Class::Win => m.plies as i32,
+            Class::Loss => -(m.plies as i32),
+            _ => 0,
+        });
+        if ours == Some(theirs) {
+            counts.dtm50_pairs.fetch_add(1, Ordering::Relaxed);
+        } else {
+            counts.disagree(format!("{fen} clock {clock}: DTM50 chesstb {ours:?}, built-in {theirs}"));
+        }
+    }
+}
+
+fn chess(board: Board, turn: shakmaty::Color) -> Option<Chess> {
+    let mut setup = Setup::empty();
+    setup.board = board;
+    setup.turn = turn;
+    Chess::from_setup(setup, CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+}
+
+#[test]
+fn chesstb_agrees_with_builtin_tables() {
+    let Some(shared) = common::shared_dir("tables/chesstb") else { return };
+    let tb = Chesstb::open(&[shared.join("tables/chesstb")], 512 << 20);
+    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let store = Store::new(dir, true);
+    let s = tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate");
+    report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+
+    let counts = Counts::default();
+    let start = std::time::Instant::now();
+    let materials = all_materials(4);
+    for m in &materials {
+        let t = store.table(m).unwrap();
+        let l = &t.layout;
+        let positions: Vec<Chess> = if exhaustive() {
+            (0..l.size as u32).into_par_iter().filter_map(|i| l.decode(i)).filter_map(|p| to_chess(l, &p)).collect()
+        } else {
+            let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ m.id() as u64;
+            let mut out = Vec::new();
+            let mut tries = 0;
+            while out.len() < SAMPLE_PER_MATERIAL && tries < 1_000_000 {
+                tries += 1;
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                if let Some(p) = l.decode((seed % l.size as u64) as u32)
+                    && let Some(c) = to_chess(l, &p)
+                    && !c.is_game_over()
+                {
+                    out.push(c);
+                }
+            }
+            out
+        };
+        let t = std::time::Instant::now();
+        positions.par_iter().for_each(|p| check(&tb, &store, p, &counts));
+        if exhaustive() {
+            report!(
+                "  {}: {} positions, {:.1} s; so far {} DTM50 pairs agree, {} disagreements",
+                m.name(),
+                positions.len(),
+                t.elapsed().as_secs_f64(),
+                counts.dtm50_pairs.load(Ordering::Relaxed),
+                counts.disagreements.lock().unwrap().len()
+            );
+        }
+    }
+    let positions = counts.positions.load(Ordering::Relaxed);
+    report!(
+        "chesstb vs built-in ({}): {} positions of {} materials in {:.1} s; WDL {} agree, DTM {} agree, \
+         DTZ {} agree, DTM50 {} (position, clock) pairs agree",
+        if exhaustive() { "exhaustive" } else { "sample" },
+        positions,
+        materials.len(),
+        start.elapsed().as_secs_f64(),
+        counts.wdl.load(Ordering::Relaxed),
+        counts.dtm.load(Ordering::Relaxed),
+        counts.dtz.load(Ordering::Relaxed),
+        counts.dtm50_pairs.load(Ordering::Relaxed),
+    );
+    let bad = counts.disagreements.lock().unwrap();
+    assert!(bad.is_empty(), "chesstb and the built-in tables disagree");
+    assert_eq!(counts.wdl.load(Ordering::Relaxed), positions);
+    assert!(exhaustive() || counts.dtm50_pairs.load(Ordering::Relaxed) >= 200_000);
+}
+
+fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+    let mut board = Board::empty();
+    for i in 0..l.n {
+        let (color, role) = l.men[i];
+        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
+    }
+    chess(board, p.turn)
+}
