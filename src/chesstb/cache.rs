@@ -7,7 +7,6 @@ use std::sync::{
 
 use arrayvec::ArrayVec;
 
-use super::file::{FileResult, Record, double_width, single_width};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockKey {
@@ -280,3 +279,38 @@ impl BlockCache {
         self.cache.weighted_size()
     }
 }
+
+/// A problem with a file or one of its blocks.
+pub type FileResult<T> = Result<T, String>;
+
+/// A position's record in a changepoint pack.
+#[derive(Debug, Clone)]
+pub struct Record {
+    /// Pack index at which each segment starts (the first at 0), and its
+    /// stored value; a trailing DRAW segment has no value.
+    pub starts: arrayvec::ArrayVec<u8, 101>,
+    pub values: arrayvec::ArrayVec<u16, 101>,
+    pub draw_end: bool,
+}
+
+impl Record {
+    /// The stored value at pack index `layer`, `None` for DRAW.
+    pub fn at(&self, layer: usize) -> Option<u16> {
+        let seg = self.starts.iter().rposition(|&s| s as usize <= layer)?;
+        self.values.get(seg).copied()
+    }
+
+    /// Where the record turns DRAW, 0 if it never does.
+    pub fn draw_flip(&self) -> u8 {
+        if self.draw_end { *self.starts.last().unwrap_or(&0) } else { 0 }
+    }
+}
+
+/// Helper for [`LayeredBlock`]: record widths.
+pub(super) fn single_width(first: u8, eb: usize) -> usize {
+    if first & 0x80 != 0 { 1 + eb } else { 1 + 2 * eb }
+}
+pub(super) fn double_width(second: u8, eb: usize) -> usize {
+    if second & 0x80 != 0 { 2 + 2 * eb } else { 2 + 3 * eb }
+}
+

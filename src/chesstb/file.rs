@@ -10,7 +10,7 @@ use std::{
 use memmap2::Mmap;
 
 use super::{
-    cache::{Block, BlockCache, BlockKey, LayeredBlock},
+    cache::{Block, BlockCache, BlockKey, FileResult, LayeredBlock, Record},
     index::{IndexConfig, Layout},
     material::TableMaterial,
 };
@@ -78,8 +78,6 @@ const FLAG_DROPPED: u8 = 0x40;
 const FLAG_LOSS_ONLY: u8 = 0x20;
 const FLAG_RELAXED: u8 = 0x10;
 
-/// A problem with a file or one of its blocks.
-pub type FileResult<T> = Result<T, String>;
 
 /// Reads little-endian fields with bounds checks.
 struct Reader<'a> {
@@ -516,37 +514,6 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
     let white = it.next().ok_or("no frames")?;
     let black = it.next().unwrap_or(Frame { data: FrameData::Dropped, loss_only: white.loss_only, relaxed: white.relaxed });
     Ok([white, black])
-}
-
-/// A position's record in a changepoint pack.
-#[derive(Debug, Clone)]
-pub struct Record {
-    /// Pack index at which each segment starts (the first at 0), and its
-    /// stored value; a trailing DRAW segment has no value.
-    pub starts: arrayvec::ArrayVec<u8, 101>,
-    pub values: arrayvec::ArrayVec<u16, 101>,
-    pub draw_end: bool,
-}
-
-impl Record {
-    /// The stored value at pack index `layer`, `None` for DRAW.
-    pub fn at(&self, layer: usize) -> Option<u16> {
-        let seg = self.starts.iter().rposition(|&s| s as usize <= layer)?;
-        self.values.get(seg).copied()
-    }
-
-    /// Where the record turns DRAW, 0 if it never does.
-    pub fn draw_flip(&self) -> u8 {
-        if self.draw_end { *self.starts.last().unwrap_or(&0) } else { 0 }
-    }
-}
-
-/// Helper for [`LayeredBlock`]: record widths.
-pub(super) fn single_width(first: u8, eb: usize) -> usize {
-    if first & 0x80 != 0 { 1 + eb } else { 1 + 2 * eb }
-}
-pub(super) fn double_width(second: u8, eb: usize) -> usize {
-    if second & 0x80 != 0 { 2 + 2 * eb } else { 2 + 3 * eb }
 }
 
 #[cfg(test)]

@@ -878,7 +878,7 @@ enum CurveChild {
     /// Its class cannot beat the parent's.
     Pruned,
     /// A quiet move: the clock goes on, so the answer depends on it.
-    Quiet { mated: bool, class: Option<Class>, record: Option<Option<Box<super::file::Record>>>, child: Chess },
+    Quiet { mated: bool, class: Option<Class>, record: Option<Option<Box<super::cache::Record>>>, child: Chess },
 }
 
 /// DTM50 at `clock` when the layer need not be read: past the claim, a
@@ -910,7 +910,7 @@ fn settled_without_layer(wdl: Class, flat: &PackAnswer, clock: u32) -> Option<Op
 
 /// A record's answer at layer 0 (`clock` `None`) or at a clock, in the
 /// class the WDL companion gives (a clock layer never holds cursed wins).
-fn mate_from_record(record: Option<&super::file::Record>, wdl: Class, clock: Option<u32>) -> Mate {
+fn mate_from_record(record: Option<&super::cache::Record>, wdl: Class, clock: Option<u32>) -> Mate {
     let draw = Mate { class: Class::Draw, plies: 0 };
     if clock.is_some() && wdl.fold_50() == Class::Draw {
         return draw;

@@ -92,7 +92,11 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   await page.waitForFunction((fen) => document.getElementById('fen').value !== fen, KBNK);
   await waitReady(page);
   assert.match(await page.inputValue('#fen'), / b - - 1 1$/);
-  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'win');
+  // The verdict is the side to move's: Black, after White's best move, loses.
+  // (This once read 'win': the old page reported 'ready' before the new
+  // answer arrived, so the test saw the previous position's verdict.)
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
+  assert.match(await page.textContent('#verdict'), /Black loses/);
   assert.deepEqual(page.problems, []);
   await page.close();
 });
