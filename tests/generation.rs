@@ -7,10 +7,8 @@
 mod common;
 
 use std::{
-    io::{BufRead, BufReader},
     path::{Path, PathBuf},
-    process::{Command, Stdio},
-    sync::{Arc, Mutex},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -164,7 +162,7 @@ fn builtin_only_answers_generating_with_progress_then_the_values() {
 struct Server {
     child: std::process::Child,
     base: String,
-    log: Arc<Mutex<Vec<String>>>,
+    log: common::Log,
 }
 
 impl Drop for Server {
@@ -183,33 +181,16 @@ impl Drop for Server {
 fn start_binary(builtin_dir: &Path) -> Server {
     let config = builtin_dir.with_extension("toml");
     std::fs::write(&config, "[builtin]\nmode = \"lazy\"\nwait_ms = 1000\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tbserver"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tbserver"));
+    command
         .args(["serve", "--config"])
         .arg(&config)
         .args(["--listen", "127.0.0.1:0"])
         .env("TBSERVER_BUILTIN_DIR", builtin_dir)
         .env("RUST_LOG", "info")
-        .env("NO_COLOR", "1")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(addr) = line.split("addr=").nth(1) {
-            let base = format!("http://{}", addr.split_whitespace().next().unwrap());
-            let log = Arc::new(Mutex::new(vec![line.clone()]));
-            let sink = Arc::clone(&log);
-            std::thread::spawn(move || {
-                for line in stderr.lines().map_while(Result::ok) {
-                    sink.lock().unwrap().push(line);
-                }
-            });
-            return Server { child, base, log };
-        }
-        line.clear();
-    }
-    panic!("tbserver exited before listening: {:?}", child.wait());
+        .env("NO_COLOR", "1");
+    let (child, base, log) = common::spawn_listening(command);
+    Server { child, base, log }
 }
 
 /// Built-in table files in `dir`, and anything else left there.

@@ -5,8 +5,7 @@ mod common;
 
 use std::{
     collections::HashMap,
-    io::{BufRead, BufReader},
-    process::{Command, Stdio},
+    process::Command,
     time::{Duration, Instant},
 };
 
@@ -135,7 +134,8 @@ fn start_binary() -> Option<(Server, String)> {
     // (generating one takes seconds of CPU on first use).
     let config = std::env::temp_dir().join(format!("tbserver-ops-{}.toml", std::process::id()));
     std::fs::write(&config, "cache_entries = 0\n[builtin]\nmode = \"off\"\n").unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_tbserver"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_tbserver"));
+    command
         .arg("serve")
         .arg("--config")
         .arg(&config)
@@ -143,22 +143,9 @@ fn start_binary() -> Option<(Server, String)> {
         .arg(&syzygy)
         .arg("--gaviota")
         .arg(&gaviota)
-        .env("RUST_LOG", "info")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    while stderr.read_line(&mut line).unwrap() > 0 {
-        if let Some(addr) = line.split("addr=").nth(1) {
-            let addr = addr.split_whitespace().next().unwrap().to_owned();
-            // Keep draining the log so the server never blocks on a full pipe.
-            std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-            return Some((Server(child), format!("http://{addr}")));
-        }
-        line.clear();
-    }
-    panic!("tbserver exited before listening: {:?}", child.wait());
+        .env("RUST_LOG", "info");
+    let (child, base, _log) = common::spawn_listening(command);
+    Some((Server(child), base))
 }
 
 #[test]

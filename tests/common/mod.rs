@@ -35,6 +35,35 @@ pub fn reference_file() -> Option<PathBuf> {
     shared_dir("reference/positions.jsonl").map(|d| d.join("reference/positions.jsonl"))
 }
 
+/// Log lines of a server process, collected as they come.
+pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+/// Starts `command` (the tbserver binary, told to listen on port 0 with its
+/// log on stderr), waits for its `listening addr=...` line, and from then on
+/// collects its log so that it never blocks on a full pipe. Returns the
+/// process, its base URL and the log.
+pub fn spawn_listening(mut command: std::process::Command) -> (std::process::Child, String, Log) {
+    use std::io::{BufRead, BufReader};
+    let mut child = command.stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    while stderr.read_line(&mut line).unwrap() > 0 {
+        if let Some(addr) = line.split("addr=").nth(1) {
+            let base = format!("http://{}", addr.split_whitespace().next().unwrap());
+            let log: Log = std::sync::Arc::new(std::sync::Mutex::new(vec![line.clone()]));
+            let sink = std::sync::Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in stderr.lines().map_while(Result::ok) {
+                    sink.lock().unwrap_or_else(|e| e.into_inner()).push(line);
+                }
+            });
+            return (child, base, log);
+        }
+        line.clear();
+    }
+    panic!("tbserver exited before listening: {:?}", child.wait());
+}
+
 /// A tbserver running on an ephemeral loopback port for the duration of a test.
 pub struct TestServer {
     pub base: String,
