@@ -138,7 +138,19 @@ for _ in $(seq 100); do
   sleep 0.2
 done
 env -i TBSERVER_LISTEN=127.0.0.1:$PORT "$chroot_bin" --userspec="$uid:$gid" "$mnt" /usr/local/bin/tbserver healthcheck
-in_image=$(curl -fsS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$FEN")
+# The image starts with an empty built-in directory: the first answers may be
+# partial (`pending` values still being generated) or 503 `generating`. Ask
+# again until the answer is complete, as a client would.
+in_image=''
+for _ in $(seq 120); do
+  answer=$(curl -sS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$FEN" -w '\n%{http_code}') || true
+  if [ "${answer##*$'\n'}" = 200 ] && python3 -c 'import json, sys; sys.exit(1 if json.loads(sys.argv[1]).get("pending") else 0)' "${answer%$'\n'*}"; then
+    in_image=${answer%$'\n'*}
+    break
+  fi
+  sleep 0.5
+done
+[ -n "$in_image" ] || { echo "no complete answer from the image within 60 s: $answer" >&2; exit 1; }
 
 # The host binary from the same sources as the image (a no-op when fresh).
 host_bin=${TBSERVER_HOST_BIN:-target/release/tbserver}
@@ -147,7 +159,7 @@ on_host=$("$host_bin" probe --syzygy "$TABLES/syzygy" --gaviota "$TABLES/gaviota
 python3 - "$in_image" "$on_host" <<'PY'
 import json, sys
 image, host = (json.loads(s) for s in sys.argv[1:3])
-keys = ("category", "wdl50", "dtz50", "dtm", "sources")
+keys = ("category", "wdl50", "dtz50", "dtm", "dtm50", "sources")
 got = {k: image.get(k) for k in keys}
 want = {k: host.get(k) for k in keys}
 print("in image:", got)
