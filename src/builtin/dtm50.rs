@@ -16,6 +16,7 @@
 
 use super::{
     index::Layout,
+    memory::filled,
     moves::{Succ, for_each_move, for_each_unmove},
     value::{self, DRAW, UNKNOWN},
 };
@@ -74,7 +75,7 @@ pub struct Builder {
 
 impl Builder {
     pub fn new(size: usize) -> Builder {
-        Builder { at_zero: vec![UNKNOWN; size], log: Vec::new() }
+        Builder { at_zero: filled(size, UNKNOWN), log: Vec::new() }
     }
 
     fn record(&mut self, idx: u32, value: u16, max_clock: i8) {
@@ -208,18 +209,66 @@ const NONE_YET: i8 = -1;
 /// A mated position: lost at every clock up to and including 100.
 const MATED: i8 = DRAW_CLOCK as i8;
 
-/// Per-position working state of the analysis, reused across layers.
+/// Per-position working state of the analysis, reused across layers: one
+/// word per position, so that each un-move costs one random memory access
+/// rather than one per array (the analysis is bound by those accesses).
 pub struct Scratch {
-    /// Largest clock at which the position is won (for a DTM win) or lost
-    /// (for a DTM loss) within the current distance.
-    thr: Vec<i8>,
-    /// Distance at which the position was last queued (deduplication).
-    mark: Vec<u16>,
+    state: Vec<State>,
+}
+
+/// What a [`Scratch`] word holds, by bits: 0–7 the largest clock at which
+/// the position is won (for a DTM win) or lost (for a DTM loss) within the
+/// current distance, as an `i8`; 8–15 its non-zeroing moves not yet known to
+/// reach a position won at some clock; 16–29 the distance at which it was
+/// last queued (deduplication); 30–31 its DTM class ([`WON`], [`LOST`] or
+/// neither, which is also what positions outside the layer read).
+#[derive(Clone, Copy)]
+struct State(u32);
+
+const WON: u32 = 1 << 30;
+const LOST: u32 = 2 << 30;
+const CLASS: u32 = 3 << 30;
+const STAMP_BITS: u32 = 14;
+
+impl State {
+    #[inline]
+    fn thr(self) -> i8 {
+        self.0 as u8 as i8
+    }
+    #[inline]
+    fn set_thr(&mut self, t: i8) {
+        self.0 = self.0 & !0xff | t as u8 as u32;
+    }
+    #[inline]
+    fn counter(self) -> u8 {
+        (self.0 >> 8) as u8
+    }
+    #[inline]
+    fn decrement(&mut self) {
+        assert!(self.counter() > 0, "move counter in step with un-moves");
+        self.0 -= 1 << 8;
+    }
+    #[inline]
+    fn stamped(self, stamp: u32) -> bool {
+        (self.0 >> 16) & ((1 << STAMP_BITS) - 1) == stamp
+    }
+    #[inline]
+    fn stamp(&mut self, stamp: u32) {
+        self.0 = self.0 & !(((1 << STAMP_BITS) - 1) << 16) | stamp << 16;
+    }
+    #[inline]
+    fn won(self) -> bool {
+        self.0 & CLASS == WON
+    }
+    #[inline]
+    fn lost(self) -> bool {
+        self.0 & CLASS == LOST
+    }
 }
 
 impl Scratch {
     pub fn new(size: usize) -> Scratch {
-        Scratch { thr: vec![NONE_YET; size], mark: vec![0; size] }
+        Scratch { state: filled(size, State(0)) }
     }
 }
 
@@ -230,13 +279,13 @@ impl Scratch {
 pub fn solve_layer(
     l: &Layout,
     members: &[u32],
-    counter: &mut [u8],
+    counter: &[u8],
     exit: &[u16],
     dtm: &[u16],
     scratch: &mut Scratch,
     out: &mut Builder,
 ) {
-    let Scratch { thr, mark } = scratch;
+    let state = &mut scratch.state[..];
     let mut win_exits: Vec<Vec<u32>> = Vec::new();
     let mut loss_exits: Vec<Vec<u32>> = Vec::new();
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
@@ -251,11 +300,12 @@ pub fn solve_layer(
     let mut won: Vec<(u32, i8)> = Vec::new();
     for &idx in members {
         let i = idx as usize;
-        thr[i] = NONE_YET;
-        mark[i] = 0;
         let (d, e) = (dtm[i], exit[i]);
+        let class = if value::is_win(d) { WON } else if value::is_loss(d) { LOST } else { 0 };
+        let mut st = State(class | (counter[i] as u32) << 8);
+        st.set_thr(NONE_YET);
         if d == value::loss(0) {
-            thr[i] = MATED;
+            st.set_thr(MATED);
             out.record(idx, d, MATED);
             lost.push((idx, MATED));
         } else if value::is_win(d) && value::is_win(e) {
@@ -263,11 +313,12 @@ pub fn solve_layer(
         } else if value::is_loss(d) && value::is_loss(e) {
             at(&mut loss_exits, value::plies(e) as usize, idx);
         }
+        state[i] = st;
     }
 
     // Largest clock at which `p` (a DTM loss whose non-zeroing moves all
     // reach positions won at some clock ≥ 1) is lost within `n` plies.
-    let lost_until = |p: u32, n: usize, thr: &[i8]| -> i8 {
+    let lost_until = |p: u32, n: usize, state: &[State]| -> i8 {
         let e = exit[p as usize];
         let mut u = if e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n) {
             LAST_MOVE_CLOCK as i8
@@ -278,7 +329,7 @@ pub fn solve_layer(
         for_each_move(l, &pos, |s| {
             if let Succ::Quiet { sq, moved } = s {
                 let qi = l.index_after_move(&pos.sq, moved, sq, !pos.turn) as usize;
-                u = u.min((thr[qi] - 1).max(NONE_YET));
+                u = u.min((state[qi].thr() - 1).max(NONE_YET));
             }
         });
         u
@@ -287,17 +338,19 @@ pub fn solve_layer(
     let mut n = 1usize;
     let mut recompute: Vec<u32> = Vec::new();
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
-        let stamp = n as u16;
+        assert!(n < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
+        let stamp = n as u32;
         // Walked in index order for memory locality, as in `generate::solve`.
         won.sort_unstable_by_key(|&(idx, _)| idx);
         lost.sort_unstable_by_key(|&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
         recompute.clear();
         for &(r, t_old) in &won {
-            let t_new = thr[r as usize];
+            let t_new = state[r as usize].thr();
             let rp = l.unchecked_pos(r);
             for_each_unmove(l, &rp, |_, qi| {
-                if !value::is_loss(dtm[qi]) {
+                let q = &mut state[qi];
+                if !q.lost() {
                     return;
                 }
                 let again = if t_old <= 0 {
@@ -306,22 +359,23 @@ pub fn solve_layer(
                     if t_new < 1 {
                         return;
                     }
-                    counter[qi] = counter[qi].checked_sub(1).expect("move counter in step with un-moves");
-                    counter[qi] == 0
+                    q.decrement();
+                    q.counter() == 0
                 } else {
                     // Only the tightest reply bounds the loser's clock.
-                    counter[qi] == 0 && t_old - 1 == thr[qi]
+                    q.counter() == 0 && t_old - 1 == q.thr()
                 };
-                if again && mark[qi] != stamp {
-                    mark[qi] = stamp;
+                if again && !q.stamped(stamp) {
+                    q.stamp(stamp);
                     recompute.push(qi as u32);
                 }
             });
         }
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
-                if counter[idx as usize] == 0 && mark[idx as usize] != stamp {
-                    mark[idx as usize] = stamp;
+                let q = &mut state[idx as usize];
+                if q.counter() == 0 && !q.stamped(stamp) {
+                    q.stamp(stamp);
                     recompute.push(idx);
                 }
             }
@@ -329,9 +383,9 @@ pub fn solve_layer(
         let mut lost_now = Vec::new();
         recompute.sort_unstable();
         for &p in &recompute {
-            let u = lost_until(p, n, thr);
-            if u > thr[p as usize] {
-                thr[p as usize] = u;
+            let u = lost_until(p, n, state);
+            if u > state[p as usize].thr() {
+                state[p as usize].set_thr(u);
                 out.record(p, value::loss(n as u16), u);
                 lost_now.push((p, u));
             }
@@ -339,31 +393,32 @@ pub fn solve_layer(
 
         // Wins at n: one move to a position lost at n - 1.
         let mut won_now: Vec<(u32, i8)> = Vec::new();
-        let mut raise = |pi: usize, clock: i8, thr: &mut [i8], mark: &mut [u16]| {
-            if clock > thr[pi] {
-                if mark[pi] != stamp {
-                    mark[pi] = stamp;
-                    won_now.push((pi as u32, thr[pi]));
+        let mut raise = |pi: usize, clock: i8, state: &mut [State]| {
+            let p = &mut state[pi];
+            if clock > p.thr() {
+                if !p.stamped(stamp) {
+                    p.stamp(stamp);
+                    won_now.push((pi as u32, p.thr()));
                 }
-                thr[pi] = clock;
+                p.set_thr(clock);
             }
         };
         for &(q, u) in &lost {
             let qp = l.unchecked_pos(q);
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
             for_each_unmove(l, &qp, |_, pi| {
-                if value::is_win(dtm[pi]) {
-                    raise(pi, clock, thr, mark);
+                if state[pi].won() {
+                    raise(pi, clock, state);
                 }
             });
         }
         if let Some(v) = win_exits.get_mut(n) {
             for idx in std::mem::take(v) {
-                raise(idx as usize, LAST_MOVE_CLOCK as i8, thr, mark);
+                raise(idx as usize, LAST_MOVE_CLOCK as i8, state);
             }
         }
         for &(p, _) in &won_now {
-            out.record(p, value::win(n as u16), thr[p as usize]);
+            out.record(p, value::win(n as u16), state[p as usize].thr());
         }
         won = won_now;
         lost = lost_now;

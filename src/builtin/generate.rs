@@ -18,6 +18,7 @@ use shakmaty::Role;
 
 use super::dtm50::{self, Dtm50Data};
 use super::index::{Layout, NONE, Pos};
+use super::memory::filled;
 use super::moves::{Succ, board, for_each_move, for_each_unmove, for_each_zeroing_move};
 pub use super::moves::Board;
 use super::value::{self, DRAW, UNKNOWN};
@@ -112,17 +113,17 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBo
     let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
     // Illegal indexes are marked so that `solve` can skip un-moves into them
     // by the value it reads anyway, without testing for check.
-    let (mut dtz, mut dtm) = (vec![ILLEGAL; l.size], vec![ILLEGAL; l.size]);
+    let (mut dtz, mut dtm) = (filled(l.size, ILLEGAL), filled(l.size, ILLEGAL));
     for &idx in layers.iter().flatten() {
         dtz[idx as usize] = UNKNOWN;
         dtm[idx as usize] = UNKNOWN;
     }
     let mut dtm50 = dtm50::Builder::new(l.size);
-    let mut counter = vec![0u8; l.size];
-    let (mut dtz_counter, mut dtm_counter) = (vec![0u8; l.size], vec![0u8; l.size]);
-    let mut exit_dtz = vec![UNKNOWN; l.size];
-    let mut exit_dtm = vec![UNKNOWN; l.size];
-    let mut exit_dtm50 = vec![UNKNOWN; l.size];
+    let mut counter = filled(l.size, 0u8);
+    let (mut dtz_counter, mut dtm_counter) = (filled(l.size, 0u8), filled(l.size, 0u8));
+    let mut exit_dtz = filled(l.size, UNKNOWN);
+    let mut exit_dtm = filled(l.size, UNKNOWN);
+    let mut exit_dtm50 = filled(l.size, UNKNOWN);
     let mut scratch = dtm50::Scratch::new(if with_dtm50 { l.size } else { 0 });
     let mut dtm50_secs = 0.0;
     for members in layers.iter().rev() {
@@ -167,7 +168,7 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBo
                 solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm);
                 let start = std::time::Instant::now();
                 if with_dtm50 {
-                    dtm50::solve_layer(l, members, &mut counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
+                    dtm50::solve_layer(l, members, &counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
                 }
                 start.elapsed().as_secs_f64()
             },

@@ -16,6 +16,7 @@ pub mod format;
 pub mod generate;
 pub mod index;
 pub mod material;
+pub mod memory;
 pub mod moves;
 pub mod schedule;
 pub mod store;

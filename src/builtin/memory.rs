@@ -1,0 +1,32 @@
+//! Large working arrays of the generator.
+//!
+//! Retrograde analysis reads and writes its per-position arrays (tens of
+//! MiB each) at random: with 4 KiB pages nearly every access misses the TLB.
+//! Asking the kernel for transparent huge pages on these arrays (Linux;
+//! `madvise` mode is the common default) removes most of those misses.
+
+/// A vector of `len` copies of `value`, backed by huge pages where the
+/// system offers them (elsewhere an ordinary vector).
+pub fn filled<T: Copy>(len: usize, value: T) -> Vec<T> {
+    let mut v = Vec::with_capacity(len);
+    advise_huge_pages(v.as_mut_ptr() as *mut u8, len * size_of::<T>());
+    v.resize(len, value);
+    v
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
+    const HUGE: usize = 2 << 20;
+    // Only whole huge pages inside the allocation; smaller arrays gain nothing.
+    let start = (ptr as usize).next_multiple_of(HUGE);
+    let end = (ptr as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // SAFETY: the range lies inside an allocation we own and have not
+        // touched yet; MADV_HUGEPAGE only changes how it is backed. Failure
+        // (no THP support) leaves ordinary pages, which is fine.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages(_ptr: *mut u8, _bytes: usize) {}
