@@ -442,7 +442,19 @@ impl Inner {
         }
     }
 
+    /// Maps the table file of `material`, if there is one, and checks it
+    /// whole (checksum included).
     fn open(&self, material: &Material, layout: &Layout) -> Result<Option<Table>, String> {
+        self.open_checked(material, layout, None)
+    }
+
+    /// Like [`Inner::open`]; with `written`, the bytes just written to the
+    /// file: those are checked instead, and the file only for being the same
+    /// length with the same header. Checksumming the mapping would read
+    /// every page of every new table into this process (its resident memory
+    /// grew by the size of all tables generated); lookups then touch only
+    /// the pages they need.
+    fn open_checked(&self, material: &Material, layout: &Layout, written: Option<&[u8]>) -> Result<Option<Table>, String> {
         let path = self.path_of(material);
         let file = match fs::File::open(&path) {
             Ok(f) => f,
@@ -452,8 +464,18 @@ impl Inner {
         // SAFETY: the cache directory belongs to tbserver; files are replaced
         // by rename, never modified in place.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
-        let (header, sections) =
-            format::validate(&map, material, layout.size).map_err(|e| format!("{}: {e}", path.display()))?;
+        let in_error = |e: String| format!("{}: {e}", path.display());
+        let (header, sections) = match written {
+            None => format::validate(&map, material, layout.size).map_err(in_error)?,
+            Some(bytes) => {
+                let checked = format::validate(bytes, material, layout.size).map_err(in_error)?;
+                let head = format::HEADER_LEN.min(bytes.len());
+                if map.len() != bytes.len() || map[..head] != bytes[..head] {
+                    return Err(in_error("differs from what was written".into()));
+                }
+                checked
+            }
+        };
         if self.with_dtm50 && !sections.has_dtm50 {
             return Err(format!("{}: generated without DTM50", path.display()));
         }
@@ -494,7 +516,7 @@ impl Inner {
         let written = fs::create_dir_all(&self.dir)
             .and_then(|_| write_by_rename(&path, &bytes))
             .map_err(|e| e.to_string())
-            .and_then(|_| self.open(material, &layout))
+            .and_then(|_| self.open_checked(material, &layout, Some(&bytes)))
             .and_then(|t| t.ok_or_else(|| "vanished after writing".to_string()));
         let table = match written {
             Ok(mut t) => {
