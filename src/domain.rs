@@ -77,6 +77,12 @@ pub struct Dtz50 {
     /// move is then `|plies|` plies away, or `|plies| - 100` when a later phase
     /// of the endgame is what the 50-move rule decides.
     pub beyond_100: bool,
+    /// Present when the first source stores this DTZ rounded (e.g. `syzygy`)
+    /// and `plies` is instead the exact value of the source named in
+    /// `sources.dtz50` (built-in tables or chesstb): `rounding` is then
+    /// `exact`, where that source alone would have said `maybe_rounded`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounded_in: Option<Source>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
@@ -97,6 +103,7 @@ impl Dtz50 {
                     rounding: if plies == 0 { Rounding::Exact } else { Rounding::MaybeRounded },
                     range_plies: [plies.min(other), plies.max(other)],
                     beyond_100: plies.abs() > 100,
+                    rounded_in: None,
                 }
             }
         }
@@ -108,6 +115,7 @@ impl Dtz50 {
             rounding: Rounding::Exact,
             range_plies: [plies, plies],
             beyond_100: plies.abs() > 100,
+            rounded_in: None,
         }
     }
 

@@ -14,7 +14,7 @@ use crate::{
     request::normalized_fen,
     search::{self, Derivation, MateBound, MateSide, NoBound},
     sources::{ProbeResult, TableError, Unanswered},
-    tablebase::Tablebases,
+    tablebase::{DtzFound, Tablebases},
 };
 
 /// Which source gave each value (absent when the value is unknown).
@@ -78,7 +78,7 @@ impl PositionInfo {
 
     /// Takes a probe's value, or notes why there is none: a broken table
     /// (the first one is kept) or a table still being generated.
-    fn take<T>(&mut self, field: Field, result: ProbeResult<Sourced<T>>) -> Option<Sourced<T>> {
+    fn take<T>(&mut self, field: Field, result: ProbeResult<T>) -> Option<T> {
         match result {
             Ok(found) => found,
             Err(Unanswered::Broken(err)) => {
@@ -182,12 +182,13 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     }
 
     let clock = pos.halfmoves();
-    if let Some(Sourced { value: dtz, source }) = info.take(Field::Dtz50, tb.dtz(pos)) {
+    if let Some(DtzFound { dtz: Sourced { value: dtz, source }, rounded_in }) = info.take(Field::Dtz50, tb.dtz_found(pos)) {
         let wdl = Wdl::from_dtz_after_zeroing(dtz);
-        let dtz50 = Dtz50::from_syzygy(dtz);
+        let dtz50 = Dtz50 { rounded_in, ..Dtz50::from_syzygy(dtz) };
         info.wdl50 = Some(wdl50_value(wdl));
         info.dtz50 = Some(dtz50);
-        info.sources.wdl50 = Some(source);
+        // WDL is the first source's; only the distance came from another.
+        info.sources.wdl50 = Some(rounded_in.unwrap_or(source));
         info.sources.dtz50 = Some(source);
         info.category = Category::at_clock(wdl, dtz50, clock);
     }

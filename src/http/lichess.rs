@@ -114,7 +114,9 @@ struct PositionFields {
     /// DTZ50'' in plies as the table stores it, possibly rounded; null when
     /// unknown.
     dtz: Option<i32>,
-    /// DTZ when known to be exact.
+    /// DTZ when known to be exact: Syzygy's where it stores it exactly (as
+    /// lichess), else the built-in tables' or chesstb's exact value where
+    /// Syzygy's is rounded (lichess leaves it null there).
     precise_dtz: Option<i32>,
     /// Signed plies to mate ignoring the 50-move rule; 0 for a draw, null
     /// when unknown and for a checkmated position (as lichess's DTM tables).
@@ -362,6 +364,7 @@ struct MainlineStepFields {
     san: String,
     /// DTZ after the move, from the point of view of the side to move there.
     dtz: i32,
+    /// As `dtz` when known to be exact (see `/standard`).
     precise_dtz: Option<i32>,
 }
 

@@ -35,6 +35,21 @@ pub fn reference_file() -> Option<PathBuf> {
     shared_dir("reference/positions.jsonl").map(|d| d.join("reference/positions.jsonl"))
 }
 
+pub fn chesstb_dir() -> Option<PathBuf> {
+    shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))
+}
+
+/// The built-in tables of up to 4 pieces, generated where the other tests
+/// keep them (`$TBSERVER_BUILTIN_TEST_DIR`, else the target's tmp dir).
+pub fn generated_builtin_dir() -> PathBuf {
+    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let store = tbserver::builtin::Store::new(&dir, true);
+    tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate built-in tables");
+    dir
+}
+
 /// Log lines of a server process, collected as they come.
 pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
@@ -99,6 +114,19 @@ impl TestServer {
         config.gaviota = vec![gaviota_dir()?];
         config.cache_entries = 0;
         config.builtin.mode = tbserver::config::BuiltinMode::Off;
+        Some(TestServer::start(config))
+    }
+
+    /// As [`TestServer::with_shared_tables`], plus the built-in tables of up
+    /// to 4 pieces, generated first (once per target directory) so that no
+    /// answer is pending.
+    pub fn with_shared_and_builtin_tables() -> Option<TestServer> {
+        let mut config = tbserver::config::Config::default();
+        config.syzygy = vec![syzygy_dir()?];
+        config.gaviota = vec![gaviota_dir()?];
+        config.cache_entries = 0;
+        config.builtin.mode = tbserver::config::BuiltinMode::Lazy;
+        config.builtin.dir = generated_builtin_dir();
         Some(TestServer::start(config))
     }
 
