@@ -59,8 +59,18 @@ fn agrees_with_chesstb_prober() {
         tally.check("dtm50.class", fen, v.dtm50.map(|m| class_name(m.class)), d50["class"].as_str());
         let plies = v.dtm50.filter(|m| m.class != Class::Draw).map(|m| m.plies as u64);
         tally.check("dtm50.plies", fen, plies, d50["plies"].as_u64());
-        if !r["dtc"].is_null() {
-            *tally.agree.entry("dtc (not read: unsupported)").or_default() += 0;
+        let dtc = &r["dtc"];
+        if dtc.is_null() {
+            // No DTC table (KPKP): decisive positions have no DTC.
+            if v.wdl.is_some_and(|w| w != Class::Draw) {
+                tally.check("dtc absent", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), None);
+            }
+        } else {
+            let theirs = (dtc["class"].as_str().unwrap(), dtc["order"].as_u64().unwrap() as u16, dtc["value"].as_u64().unwrap() as u16);
+            tally.check("dtc class/order/plies", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), Some(theirs));
+            if theirs.1 > 0 {
+                *tally.agree.entry("(dtc rows with pushes owed)").or_default() += 1;
+            }
         }
     }
     println!("chesstb reference: {lines} positions");
