@@ -14,7 +14,7 @@ use shakmaty::{Chess, FromSetup, Move, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
-    domain::{Source, Sourced},
+    domain::{Dtc, Source, Sourced},
     probe_counts::{ProbeCounts, ProbeMetric},
     search::Oracle,
     sources::{ProbeResult, TableInfo, TableSource, Unanswered},
@@ -133,6 +133,11 @@ impl Tablebases {
     /// Signed plies to mate ignoring the 50-move rule.
     pub fn dtm_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
         self.first(ProbeMetric::Dtm, pos, |s| s.probe_dtm_plies(pos))
+    }
+
+    /// DTC at the position's clock (chesstb).
+    pub fn dtc(&self, pos: &Chess) -> ProbeResult<Sourced<Dtc>> {
+        self.first(ProbeMetric::Dtc, pos, |s| s.probe_dtc(pos))
     }
 
     /// Signed plies to mate under the 50-move rule at the position's clock.
