@@ -1,6 +1,7 @@
 //! chesstb's shipping format against chesstb's own prober
 //! (`shared/reference/chesstb-positions.jsonl`).
 
+#[macro_use]
 mod common;
 
 use std::{collections::BTreeMap, path::PathBuf};
@@ -175,4 +176,67 @@ fn broken_files_fail_cleanly() {
     assert_eq!(err.table, "KBNK.lzdtm50");
     // No WDL companion: chesstb does not cover the material.
     assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
+}
+
+/// DTC through the service: `/api/v1/probe` reports chesstb's DTC of every
+/// reference position at its own clock (and each move's at the clock after
+/// it), and `/standard` fills lichess's `dtc` in full moves where the next
+/// zeroing move is the conversion.
+#[test]
+fn dtc_in_the_answers() {
+    let (Some(dir), Some(syzygy)) = (chesstb_dir(), common::syzygy_dir()) else { return };
+    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions.jsonl")).expect("reference file");
+    let mut config = tbserver::config::Config::default();
+    config.syzygy = vec![syzygy];
+    config.chesstb = vec![dir];
+    config.cache_entries = 0;
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    let server = common::TestServer::start(config);
+    let (mut compared, mut pushes, mut lichess_filled, mut lichess_null, mut moves_with_dtc) = (0, 0, 0, 0, 0);
+    for line in reference.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let dtc = &r["dtc"];
+        if dtc.is_null() {
+            continue;
+        }
+        let fen = r["fen"].as_str().unwrap();
+        let (status, a) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        if status != 200 {
+            // Checkmate and stalemate are decided by the rules (no DTC).
+            assert!(status == 200 || a["error"].is_object(), "{fen}: {a}");
+            continue;
+        }
+        if a["checkmate"] == true || a["stalemate"] == true || a["insufficient_material"] == true {
+            continue;
+        }
+        let sign = match dtc["class"].as_str().unwrap() {
+            "WIN" => 1,
+            "LOSE" => -1,
+            _ => 0,
+        };
+        let (order, value) = (dtc["order"].as_i64().unwrap(), dtc["value"].as_i64().unwrap());
+        let ours = &a["dtc"];
+        assert_eq!(
+            (ours["plies"].as_i64(), ours["pushes_owed"].as_i64(), ours["halfmove_clock"].as_u64(), a["sources"]["dtc"].as_str()),
+            (Some(sign * value), Some(if sign == 0 { 0 } else { order }), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()), Some("chesstb")),
+            "{fen}: {ours}"
+        );
+        let conversion = (sign != 0 && order == 0).then_some(sign * value);
+        assert_eq!(ours["conversion_plies"].as_i64(), conversion, "{fen}: {ours}");
+        compared += 1;
+        pushes += usize::from(order > 0 && sign != 0);
+        moves_with_dtc += a["moves"].as_array().unwrap().iter().filter(|m| m["dtc"].is_object()).count();
+
+        let (status, l) = server.get(&format!("/standard?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {l}");
+        // lichess counts DTC in full moves: ⌈plies/2⌉ with the sign.
+        let expected = conversion.map(|p: i64| p.signum() * ((p.abs() + 1) / 2));
+        assert_eq!(l["dtc"].as_i64(), expected, "{fen}: {l}");
+        if expected.is_some() { lichess_filled += 1 } else { lichess_null += 1 }
+    }
+    report!(
+        "DTC through the API: {compared} reference positions equal chesstb's prober ({pushes} with pushes owed), \
+         {moves_with_dtc} moves with DTC; lichess dtc filled {lichess_filled}, null {lichess_null}"
+    );
+    assert!(compared >= 1800 && pushes > 100 && lichess_filled > 500, "{compared} {pushes} {lichess_filled}");
 }
