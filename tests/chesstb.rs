@@ -184,13 +184,9 @@ fn broken_files_fail_cleanly() {
 /// zeroing move is the conversion.
 #[test]
 fn dtc_in_the_answers() {
-    let (Some(dir), Some(syzygy)) = (chesstb_dir(), common::syzygy_dir()) else { return };
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
     let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions.jsonl")).expect("reference file");
-    let mut config = tbserver::config::Config::default();
-    config.syzygy = vec![syzygy];
     config.chesstb = vec![dir];
-    config.cache_entries = 0;
-    config.builtin.mode = tbserver::config::BuiltinMode::Off;
     let server = common::TestServer::start(config);
     let (mut compared, mut pushes, mut lichess_filled, mut lichess_null, mut moves_with_dtc) = (0, 0, 0, 0, 0);
     for line in reference.lines() {

@@ -20,9 +20,7 @@ use tbserver::{
 /// Syzygy, Gaviota and built-in tables (no chesstb: its DTZ is the
 /// independent check here).
 fn tablebases() -> Option<Tablebases> {
-    let mut config = tbserver::config::Config::default();
-    config.syzygy = vec![common::syzygy_dir()?];
-    config.gaviota = vec![common::gaviota_dir()?];
+    let mut config = common::shared_tables_config()?;
     config.builtin.mode = tbserver::config::BuiltinMode::Lazy;
     config.builtin.dir = common::generated_builtin_dir();
     Some(tbserver::app::open_tablebases(&config))

@@ -35,6 +35,18 @@ pub fn reference_file() -> Option<PathBuf> {
     shared_dir("reference/positions.jsonl").map(|d| d.join("reference/positions.jsonl"))
 }
 
+/// Syzygy and Gaviota from the shared data, no answer cache, no built-in tables.
+pub fn shared_tables_config() -> Option<tbserver::config::Config> {
+    let mut config = tbserver::config::Config {
+        syzygy: vec![syzygy_dir()?],
+        gaviota: vec![gaviota_dir()?],
+        cache_entries: 0,
+        ..Default::default()
+    };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    Some(config)
+}
+
 pub fn chesstb_dir() -> Option<PathBuf> {
     shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))
 }
@@ -109,22 +121,14 @@ impl TestServer {
     /// Syzygy and Gaviota tables from the shared data; built-in tables off so
     /// that answers come from the files under test.
     pub fn with_shared_tables() -> Option<TestServer> {
-        let mut config = tbserver::config::Config::default();
-        config.syzygy = vec![syzygy_dir()?];
-        config.gaviota = vec![gaviota_dir()?];
-        config.cache_entries = 0;
-        config.builtin.mode = tbserver::config::BuiltinMode::Off;
-        Some(TestServer::start(config))
+        Some(TestServer::start(shared_tables_config()?))
     }
 
     /// As [`TestServer::with_shared_tables`], plus the built-in tables of up
     /// to 4 pieces, generated first (once per target directory) so that no
     /// answer is pending.
     pub fn with_shared_and_builtin_tables() -> Option<TestServer> {
-        let mut config = tbserver::config::Config::default();
-        config.syzygy = vec![syzygy_dir()?];
-        config.gaviota = vec![gaviota_dir()?];
-        config.cache_entries = 0;
+        let mut config = shared_tables_config()?;
         config.builtin.mode = tbserver::config::BuiltinMode::Lazy;
         config.builtin.dir = generated_builtin_dir();
         Some(TestServer::start(config))
