@@ -52,7 +52,7 @@ fn agrees_with_chesstb_prober() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let fen = r["fen"].as_str().unwrap();
         let pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap();
-        let v = tb.probe(&pos, Some(pos.halfmoves())).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
+        let v = tb.probe_with_dtc(&pos, pos.halfmoves()).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
         tally.check("wdl", fen, v.wdl.map(class_name), r["wdl"].as_str());
         tally.check("dtz_plies", fen, v.dtz_plies.map(u64::from), r["dtz_plies"].as_u64());
         tally.check("dtm_plies", fen, v.dtm_plies.map(u64::from), r["dtm_plies"].as_u64());
@@ -113,6 +113,17 @@ fn reference_timing() {
         }
         slow.sort();
         println!("{pass}: {:?} for {} probes; slowest {:?}", start.elapsed(), positions.len(), &slow[slow.len() - 3..]);
+    }
+    let s = tb.cache_stats();
+    println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+    // DTC decodes the DTC files' blocks too (and rebuilds dropped frames
+    // from the children's whole records).
+    for pass in ["with DTC, cold", "with DTC, warm"] {
+        let start = std::time::Instant::now();
+        for pos in &positions {
+            tb.probe_with_dtc(pos, pos.halfmoves()).unwrap();
+        }
+        println!("{pass}: {:?} for {} probes", start.elapsed(), positions.len());
     }
     let s = tb.cache_stats();
     println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());

@@ -84,7 +84,7 @@ fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
     for clock in 0..100u32 {
         let theirs = value::signed_plies(store.probe_dtm50(pos, clock).expect("built-in").expect("DTM50"));
         let at_clock = (!exhaustive() || matches!(clock, 0 | 50 | 99))
-            .then(|| tb.probe(pos, Some(clock)).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).expect("covered"));
+            .then(|| tb.probe_with_dtc(pos, clock).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).expect("covered"));
         if let Some(dtc) = at_clock.as_ref().and_then(|v| v.dtc) {
             check_dtc(pos, &fen, clock, dtc, value::signed_plies(dtz), theirs, counts);
         }

@@ -240,12 +240,20 @@ impl Chesstb {
         self.curve(pos)
     }
 
-    /// WDL, DTZ, DTM and, with `clock`, DTM50 and DTC at that half-move clock.
+    /// WDL, DTZ, DTM and, with `clock`, DTM50 at that half-move clock.
     /// `None` if no table covers the position.
     pub fn probe(&self, pos: &Chess, clock: Option<u32>) -> Result<Option<Values>, ProbeError> {
         if !self.covers(pos) {
             return Ok(None);
         }
         self.values(pos, clock, 0)
+    }
+
+    /// As [`Chesstb::probe`] at `clock`, with DTC (`Values::dtc`) too.
+    pub fn probe_with_dtc(&self, pos: &Chess, clock: u32) -> Result<Option<Values>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.values_with(pos, Some(clock), true, 0)
     }
 }

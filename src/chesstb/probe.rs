@@ -218,7 +218,7 @@ pub struct Values {
     pub dtm50: Option<Mate>,
     /// DTC at the requested clock, where a DTC table (pawn endings) or the
     /// DTZ table (pawnless endings, where every zeroing move converts)
-    /// answers.
+    /// answers; only from [`Chesstb::probe_with_dtc`].
     pub dtc: Option<Conversion>,
     /// Internal: the class the DTM figure was compared under (ep overlay).
     dtm_class: Option<Class>,
@@ -419,6 +419,12 @@ impl Chesstb {
     /// Everything about `pos`; `clock`: the DTM50 layer to answer (`None`:
     /// none). `None` when no WDL table covers the position.
     pub(super) fn values(&self, pos: &Chess, clock: Option<u32>, depth: u32) -> R<Option<Values>> {
+        self.values_with(pos, clock, false, depth)
+    }
+
+    /// As [`Chesstb::values`], with DTC at `clock` when `dtc` is set (it
+    /// decodes the DTC file's blocks, which nothing else needs).
+    pub(super) fn values_with(&self, pos: &Chess, clock: Option<u32>, dtc: bool, depth: u32) -> R<Option<Values>> {
         let Some(wdl) = self.wdl_no_ep(pos, depth)? else { return Ok(None) };
         let mut v = Values { wdl: Some(wdl), ..Values::default() };
         if wdl == Class::Draw {
@@ -441,13 +447,13 @@ impl Chesstb {
                 v.dtz_plies = self.dtz(pos, wdl, depth)?;
             }
         }
-        if let Some(clock) = clock {
+        if let Some(clock) = clock.filter(|_| dtc) {
             v.dtc = self.dtc(pos, wdl, v.dtz_plies, clock, depth)?;
         }
         v.dtm_class = Some(wdl.fold_dtm());
         v.dtz_class = Some(wdl);
         if has_ep(pos) {
-            return self.ep_overlay(pos, v, clock.is_some(), depth);
+            return self.ep_overlay(pos, v, clock.is_some(), dtc, depth);
         }
         Ok(Some(v))
     }
@@ -866,7 +872,7 @@ impl Chesstb {
 
     /// A position with an en-passant capture: the tables hold it without
     /// the right, so the captures are searched beside the stored answer.
-    fn ep_overlay(&self, pos: &Chess, mut best: Values, with_clock: bool, depth: u32) -> R<Option<Values>> {
+    fn ep_overlay(&self, pos: &Chess, mut best: Values, with_clock: bool, with_dtc: bool, depth: u32) -> R<Option<Values>> {
         let mut dtm50_class = best.dtm50.map(|m| m.class).or(best.wdl.map(Class::fold_50));
         // DTC compares on the class its clock leaves, (order, plies) breaking ties.
         let mut dtc_best = best.dtc.map_or((best.wdl.expect("set"), 0, 0), |d| (d.class, d.order, d.plies));
@@ -890,7 +896,7 @@ impl Chesstb {
                     best.dtm_plies = Some(if mine.0.decisive() { mine.1 } else { 0 });
                 }
             }
-            if with_clock {
+            if with_clock && with_dtc {
                 // An en-passant capture converts one ply out, owing nothing.
                 let mine = (cw.invert().fold_50(), 0, 1);
                 if mine.0 > dtc_best.0 || (best.dtc.is_some() && better_dtc(mine, dtc_best)) {
@@ -949,7 +955,7 @@ impl Chesstb {
     fn child_dtc(&self, child: &Chess, class: Class, clock: u32, depth: u32) -> R<Option<Conversion>> {
         if has_ep(child) {
             // Only a double push gives the right: the child's clock is 0 = `clock`.
-            return Ok(self.values(child, Some(clock), depth)?.and_then(|v| v.dtc));
+            return Ok(self.values_with(child, Some(clock), true, depth)?.and_then(|v| v.dtc));
         }
         self.dtc(child, class, None, clock, depth)
     }

@@ -103,7 +103,8 @@ impl TableSource for ChesstbSource {
     }
 
     fn probe_dtc(&self, pos: &Chess) -> ProbeResult<Dtc> {
-        let Some(v) = self.values(pos)? else { return Ok(None) };
+        // Not memoized with the other values: only full answers ask for DTC.
+        let Some(v) = self.tb.probe_with_dtc(pos, pos.halfmoves()).map_err(table_error)? else { return Ok(None) };
         Ok(v.dtc.map(|d| {
             let plies = i32::from(d.plies);
             let signed = match d.class {
