@@ -94,7 +94,7 @@ fn agrees_with_chesstb_prober() {
 fn reference_timing() {
     let Some(dir) = chesstb_dir() else { return };
     let reference = dir.join("../../reference/chesstb-positions.jsonl");
-    let tb = Chesstb::open(&[dir], 256 << 20);
+    let tb = Chesstb::open(std::slice::from_ref(&dir), 256 << 20);
     let text = std::fs::read_to_string(&reference).expect("reference file");
     let positions: Vec<Chess> = text
         .lines()
@@ -118,15 +118,17 @@ fn reference_timing() {
     println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
     // DTC decodes the DTC files' blocks too (and rebuilds dropped frames
     // from the children's whole records).
-    for pass in ["with DTC, cold", "with DTC, warm"] {
-        let start = std::time::Instant::now();
-        for pos in &positions {
-            tb.probe_with_dtc(pos, pos.halfmoves()).unwrap();
+    for (tb, cache) in [(&tb, "256 MiB"), (&Chesstb::open(&[dir], 1024 << 20), "1 GiB")] {
+        for pass in ["cold", "warm"] {
+            let start = std::time::Instant::now();
+            for pos in &positions {
+                tb.probe_with_dtc(pos, pos.halfmoves()).unwrap();
+            }
+            println!("with DTC, {cache} cache, {pass}: {:?} for {} probes", start.elapsed(), positions.len());
         }
-        println!("{pass}: {:?} for {} probes", start.elapsed(), positions.len());
+        let s = tb.cache_stats();
+        println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
     }
-    let s = tb.cache_stats();
-    println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
 }
 
 /// Damaged files fail only the probes that need them, with the file named;
