@@ -16,6 +16,7 @@ pub enum Field {
     Dtz50,
     Dtm,
     Dtm50,
+    Dtc,
 }
 
 /// Where a value came from.
@@ -31,7 +32,7 @@ pub enum Source {
     /// Decided by the rules of chess without any table (checkmate, stalemate,
     /// insufficient material, bare kings).
     Rules,
-    /// chesstb files (WDL, DTZ, DTM, exact DTM50 at every clock; up to 6 pieces).
+    /// chesstb files (WDL, DTZ, DTC, DTM, exact DTM50 at every clock; up to 6 pieces).
     Chesstb,
 }
 
@@ -77,6 +78,12 @@ pub struct Dtz50 {
     /// move is then `|plies|` plies away, or `|plies| - 100` when a later phase
     /// of the endgame is what the 50-move rule decides.
     pub beyond_100: bool,
+    /// Present when the first source stores this DTZ rounded (e.g. `syzygy`)
+    /// and `plies` is instead the exact value of the source named in
+    /// `sources.dtz50` (built-in tables or chesstb): `rounding` is then
+    /// `exact`, where that source alone would have said `maybe_rounded`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rounded_in: Option<Source>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
@@ -97,6 +104,7 @@ impl Dtz50 {
                     rounding: if plies == 0 { Rounding::Exact } else { Rounding::MaybeRounded },
                     range_plies: [plies.min(other), plies.max(other)],
                     beyond_100: plies.abs() > 100,
+                    rounded_in: None,
                 }
             }
         }
@@ -108,6 +116,7 @@ impl Dtz50 {
             rounding: Rounding::Exact,
             range_plies: [plies, plies],
             beyond_100: plies.abs() > 100,
+            rounded_in: None,
         }
     }
 
@@ -178,6 +187,35 @@ impl Dtm50 {
     /// Whether a mate is reachable (or already on the board) at this clock.
     pub fn is_decided(&self) -> bool {
         self.mate_in_moves.is_some()
+    }
+}
+
+/// chesstb's DTC: distance to conversion at the position's own half-move
+/// clock, with pawn pushes priced apart from waiting. chesstb follows the
+/// line that owes the fewest pawn pushes before a conversion (a capture or a
+/// promotion, or mate) and still fits in the plies the 50-move rule leaves;
+/// pawnless endings have nothing to push, so there DTC is DTZ.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+pub struct Dtc {
+    /// Signed plies to the next zeroing move on that line: positive when the
+    /// side to move wins, negative when it loses, 0 when the clock leaves no
+    /// winning line (drawn at this clock).
+    pub plies: i32,
+    /// Pawn pushes the winning side still owes before the conversion. 0: the
+    /// next zeroing move is the conversion itself, `plies` away.
+    pub pushes_owed: u16,
+    /// Signed plies to the conversion when `pushes_owed` is 0 (equal to
+    /// `plies`); null when pushes come first (the conversion is then further
+    /// than `plies`, by an amount the table does not store) or drawn.
+    pub conversion_plies: Option<i32>,
+    /// The half-move clock this value holds at.
+    pub halfmove_clock: u32,
+}
+
+impl Dtc {
+    /// `plies` signed as described on the field, `pushes_owed` pushes.
+    pub fn new(plies: i32, pushes_owed: u16, halfmove_clock: u32) -> Dtc {
+        Dtc { plies, pushes_owed, conversion_plies: (pushes_owed == 0 && plies != 0).then_some(plies), halfmove_clock }
     }
 }
 

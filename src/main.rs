@@ -94,7 +94,7 @@ struct TableArgs {
     /// Directory with Gaviota tables (repeatable) [env: TBSERVER_GAVIOTA, `:`-separated]
     #[arg(long = "gaviota", value_name = "DIR")]
     gaviota: Vec<PathBuf>,
-    /// Directory with chesstb tables, holding wdl/ dtz/ dtm/ dtm50/ (repeatable) [env: TBSERVER_CHESSTB, `:`-separated]
+    /// Directory with chesstb tables, holding wdl/ dtz/ dtc/ dtm/ dtm50/ (repeatable) [env: TBSERVER_CHESSTB, `:`-separated]
     #[arg(long = "chesstb", value_name = "DIR")]
     chesstb: Vec<PathBuf>,
 }

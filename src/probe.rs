@@ -8,13 +8,13 @@ use shakmaty::{Chess, Color, Move, Position, Role, san::SanPlus, uci::UciMove};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
-    domain::{Category, Dtm, Dtm50, Dtz50, Field, Source, Sourced, wdl50_value},
+    domain::{Category, Dtc, Dtm, Dtm50, Dtz50, Field, Source, Sourced, wdl50_value},
     error::ApiError,
     material,
     request::normalized_fen,
     search::{self, Derivation, MateBound, MateSide, NoBound},
     sources::{ProbeResult, TableError, Unanswered},
-    tablebase::Tablebases,
+    tablebase::{DtzFound, Tablebases},
 };
 
 /// Which source gave each value (absent when the value is unknown).
@@ -24,6 +24,7 @@ pub struct Sources {
     pub dtz50: Option<Source>,
     pub dtm: Option<Source>,
     pub dtm50: Option<Source>,
+    pub dtc: Option<Source>,
 }
 
 /// The values of one position, from its side to move's point of view.
@@ -38,6 +39,9 @@ pub struct PositionInfo {
     pub dtm: Option<Dtm>,
     /// Exact DTM50 at this clock, where tables have it (up to 4 pieces).
     pub dtm50: Option<Dtm50>,
+    /// chesstb's distance to conversion at this clock, where its tables have
+    /// it (pawn endings with a DTC table, pawnless endings from DTZ).
+    pub dtc: Option<Dtc>,
     /// The proven range of the distance to mate under the 50-move rule at
     /// this clock (DTM50), from the tables alone; null when none can be given.
     pub mate_bound: Option<MateBound>,
@@ -78,7 +82,7 @@ impl PositionInfo {
 
     /// Takes a probe's value, or notes why there is none: a broken table
     /// (the first one is kept) or a table still being generated.
-    fn take<T>(&mut self, field: Field, result: ProbeResult<Sourced<T>>) -> Option<Sourced<T>> {
+    fn take<T>(&mut self, field: Field, result: ProbeResult<T>) -> Option<T> {
         match result {
             Ok(found) => found,
             Err(Unanswered::Broken(err)) => {
@@ -145,6 +149,7 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         dtz50: None,
         dtm: None,
         dtm50: None,
+        dtc: None,
         mate_bound: None,
         no_mate_bound: None,
         checkmate: false,
@@ -182,12 +187,13 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     }
 
     let clock = pos.halfmoves();
-    if let Some(Sourced { value: dtz, source }) = info.take(Field::Dtz50, tb.dtz(pos)) {
+    if let Some(DtzFound { dtz: Sourced { value: dtz, source }, rounded_in }) = info.take(Field::Dtz50, tb.dtz_found(pos)) {
         let wdl = Wdl::from_dtz_after_zeroing(dtz);
-        let dtz50 = Dtz50::from_syzygy(dtz);
+        let dtz50 = Dtz50 { rounded_in, ..Dtz50::from_syzygy(dtz) };
         info.wdl50 = Some(wdl50_value(wdl));
         info.dtz50 = Some(dtz50);
-        info.sources.wdl50 = Some(source);
+        // WDL is the first source's; only the distance came from another.
+        info.sources.wdl50 = Some(rounded_in.unwrap_or(source));
         info.sources.dtz50 = Some(source);
         info.category = Category::at_clock(wdl, dtz50, clock);
     }
@@ -209,6 +215,10 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     if let Some(Sourced { value, source }) = info.take(Field::Dtm50, tb.dtm50_plies(pos)) {
         info.dtm50 = Some(Dtm50::new(value, false, clock));
         info.sources.dtm50 = Some(source);
+    }
+    if let Some(Sourced { value, source }) = info.take(Field::Dtc, tb.dtc(pos)) {
+        info.dtc = Some(value);
+        info.sources.dtc = Some(source);
     }
     set_mate_bound(&mut info, pos);
     info
@@ -250,6 +260,7 @@ fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) 
         dtz50: Some(Source::Rules),
         dtm: Some(Source::Rules),
         dtm50: Some(Source::Rules),
+        dtc: None,
     };
 }
 

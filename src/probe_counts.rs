@@ -15,10 +15,11 @@ pub enum ProbeMetric {
     Dtz,
     Dtm,
     Dtm50,
+    Dtc,
 }
 
 impl ProbeMetric {
-    const ALL: [ProbeMetric; 4] = [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm, ProbeMetric::Dtm50];
+    const ALL: [ProbeMetric; 5] = [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm, ProbeMetric::Dtm50, ProbeMetric::Dtc];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -26,6 +27,7 @@ impl ProbeMetric {
             ProbeMetric::Dtz => "dtz",
             ProbeMetric::Dtm => "dtm",
             ProbeMetric::Dtm50 => "dtm50",
+            ProbeMetric::Dtc => "dtc",
         }
     }
 }

@@ -1,7 +1,8 @@
 //! Probing policy: which source answers which metric.
 //!
-//! Sources are asked in priority order (Syzygy, Gaviota, built-in); the first
-//! that covers a position answers. A broken table does not stop the search for
+//! Sources are asked in priority order (Syzygy, Gaviota, chesstb, built-in);
+//! the first that covers a position answers, except that a rounded DTZ gives
+//! way to an exact one from a later source. A broken table does not stop the search for
 //! an answer: the next source is asked, and the error is returned only when no
 //! source could answer. A built-in table still being generated is the same:
 //! another source may answer at once, otherwise the caller learns that the
@@ -13,11 +14,19 @@ use shakmaty::{Chess, FromSetup, Move, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
-    domain::{Source, Sourced},
+    domain::{Dtc, Source, Sourced},
     probe_counts::{ProbeCounts, ProbeMetric},
     search::Oracle,
     sources::{ProbeResult, TableInfo, TableSource, Unanswered},
 };
+
+/// A DTZ50'' and, when it replaced a rounded value, the source that
+/// stored it rounded.
+#[derive(Debug, Clone, Copy)]
+pub struct DtzFound {
+    pub dtz: Sourced<MaybeRounded<Dtz>>,
+    pub rounded_in: Option<Source>,
+}
 
 pub struct Tablebases {
     /// In priority order.
@@ -81,13 +90,54 @@ impl Tablebases {
         self.first(ProbeMetric::Wdl, pos, |s| s.probe_wdl(pos))
     }
 
+    /// DTZ50'', exact wherever some source knows it exactly: see
+    /// [`Tablebases::dtz_found`].
     pub fn dtz(&self, pos: &Chess) -> ProbeResult<Sourced<MaybeRounded<Dtz>>> {
-        self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))
+        Ok(self.dtz_found(pos)?.map(|found| found.dtz))
+    }
+
+    /// DTZ50'' from the first source that covers the position; when that
+    /// value is rounded (Syzygy stores some DTZ in full moves; chesstb halves
+    /// cursed ones), the exact value of a later source (built-in tables,
+    /// chesstb) replaces it. Done here, once, so that every answer and every
+    /// move of every endpoint (and the search) gets the exact value.
+    pub fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
+        let Some(first) = self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))? else { return Ok(None) };
+        let MaybeRounded::Rounded(rounded) = first.value else { return Ok(Some(DtzFound { dtz: first, rounded_in: None })) };
+        Ok(Some(match self.exact_dtz(pos, first.source, rounded) {
+            Some(exact) => DtzFound { dtz: exact, rounded_in: Some(first.source) },
+            None => DtzFound { dtz: first, rounded_in: None },
+        }))
+    }
+
+    /// An exact DTZ from a source other than `rounded_by`, if one covers the
+    /// position and agrees with the rounded value (`n` or `n + 1` plies away
+    /// from zero). A source that is broken, still generating or disagrees is
+    /// passed over: the rounded value stands.
+    fn exact_dtz(&self, pos: &Chess, rounded_by: Source, Dtz(rounded): Dtz) -> Option<Sourced<MaybeRounded<Dtz>>> {
+        for source in self.sources.iter().filter(|s| s.source() != rounded_by) {
+            let Ok(Some(MaybeRounded::Precise(Dtz(exact)))) = source.probe_dtz(pos) else { continue };
+            if exact == rounded || exact == rounded + rounded.signum() {
+                self.probes.record(source.source(), ProbeMetric::Dtz, pos.board());
+                return Some(Sourced::new(MaybeRounded::Precise(Dtz(exact)), source.source()));
+            }
+            tracing::warn!(
+                fen = %shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal),
+                rounded, exact, rounded_by = rounded_by.as_str(), exact_by = source.source().as_str(),
+                "exact DTZ outside the rounded value's range; kept the rounded one"
+            );
+        }
+        None
     }
 
     /// Signed plies to mate ignoring the 50-move rule.
     pub fn dtm_plies(&self, pos: &Chess) -> ProbeResult<Sourced<i32>> {
         self.first(ProbeMetric::Dtm, pos, |s| s.probe_dtm_plies(pos))
+    }
+
+    /// DTC at the position's clock (chesstb).
+    pub fn dtc(&self, pos: &Chess) -> ProbeResult<Sourced<Dtc>> {
+        self.first(ProbeMetric::Dtc, pos, |s| s.probe_dtc(pos))
     }
 
     /// Signed plies to mate under the 50-move rule at the position's clock.
@@ -97,8 +147,18 @@ impl Tablebases {
 
     /// `shakmaty_syzygy`'s best move and the DTZ after it, from the first
     /// source that implements it and covers the position and every move.
+    /// The move is the library's (chosen on the values as stored); the DTZ
+    /// after it is exact where a source knows it ([`Tablebases::dtz_found`]).
     pub fn best_move(&self, pos: &Chess) -> ProbeResult<Sourced<Option<(Move, MaybeRounded<Dtz>)>>> {
-        self.first(ProbeMetric::Dtz, pos, |s| s.best_move(pos))
+        let Some(mut best) = self.first(ProbeMetric::Dtz, pos, |s| s.best_move(pos))? else { return Ok(None) };
+        if let Some((m, MaybeRounded::Rounded(rounded))) = best.value {
+            let mut after = pos.clone();
+            after.play_unchecked(m);
+            if let Some(exact) = self.exact_dtz(&after, best.source, rounded) {
+                best.value = Some((m, exact.value));
+            }
+        }
+        Ok(Some(best))
     }
 
     /// How far the built-in tables of `material` (e.g. `KPPvK`) are from

@@ -1,6 +1,7 @@
 //! chesstb's shipping format against chesstb's own prober
 //! (`shared/reference/chesstb-positions.jsonl`).
 
+#[macro_use]
 mod common;
 
 use std::{collections::BTreeMap, path::PathBuf};
@@ -51,7 +52,7 @@ fn agrees_with_chesstb_prober() {
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let fen = r["fen"].as_str().unwrap();
         let pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap();
-        let v = tb.probe(&pos, Some(pos.halfmoves())).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
+        let v = tb.probe_with_dtc(&pos, pos.halfmoves()).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
         tally.check("wdl", fen, v.wdl.map(class_name), r["wdl"].as_str());
         tally.check("dtz_plies", fen, v.dtz_plies.map(u64::from), r["dtz_plies"].as_u64());
         tally.check("dtm_plies", fen, v.dtm_plies.map(u64::from), r["dtm_plies"].as_u64());
@@ -59,8 +60,18 @@ fn agrees_with_chesstb_prober() {
         tally.check("dtm50.class", fen, v.dtm50.map(|m| class_name(m.class)), d50["class"].as_str());
         let plies = v.dtm50.filter(|m| m.class != Class::Draw).map(|m| m.plies as u64);
         tally.check("dtm50.plies", fen, plies, d50["plies"].as_u64());
-        if !r["dtc"].is_null() {
-            *tally.agree.entry("dtc (not read: unsupported)").or_default() += 0;
+        let dtc = &r["dtc"];
+        if dtc.is_null() {
+            // No DTC table (KPKP): decisive positions have no DTC.
+            if v.wdl.is_some_and(|w| w != Class::Draw) {
+                tally.check("dtc absent", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), None);
+            }
+        } else {
+            let theirs = (dtc["class"].as_str().unwrap(), dtc["order"].as_u64().unwrap() as u16, dtc["value"].as_u64().unwrap() as u16);
+            tally.check("dtc class/order/plies", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), Some(theirs));
+            if theirs.1 > 0 {
+                *tally.agree.entry("(dtc rows with pushes owed)").or_default() += 1;
+            }
         }
     }
     println!("chesstb reference: {lines} positions");
@@ -83,7 +94,7 @@ fn agrees_with_chesstb_prober() {
 fn reference_timing() {
     let Some(dir) = chesstb_dir() else { return };
     let reference = dir.join("../../reference/chesstb-positions.jsonl");
-    let tb = Chesstb::open(&[dir], 256 << 20);
+    let tb = Chesstb::open(std::slice::from_ref(&dir), 256 << 20);
     let text = std::fs::read_to_string(&reference).expect("reference file");
     let positions: Vec<Chess> = text
         .lines()
@@ -105,6 +116,19 @@ fn reference_timing() {
     }
     let s = tb.cache_stats();
     println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+    // DTC decodes the DTC files' blocks too (and rebuilds dropped frames
+    // from the children's whole records).
+    for (tb, cache) in [(&tb, "256 MiB"), (&Chesstb::open(&[dir], 1024 << 20), "1 GiB")] {
+        for pass in ["cold", "warm"] {
+            let start = std::time::Instant::now();
+            for pos in &positions {
+                tb.probe_with_dtc(pos, pos.halfmoves()).unwrap();
+            }
+            println!("with DTC, {cache} cache, {pass}: {:?} for {} probes", start.elapsed(), positions.len());
+        }
+        let s = tb.cache_stats();
+        println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+    }
 }
 
 /// Damaged files fail only the probes that need them, with the file named;
@@ -165,4 +189,63 @@ fn broken_files_fail_cleanly() {
     assert_eq!(err.table, "KBNK.lzdtm50");
     // No WDL companion: chesstb does not cover the material.
     assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
+}
+
+/// DTC through the service: `/api/v1/probe` reports chesstb's DTC of every
+/// reference position at its own clock (and each move's at the clock after
+/// it), and `/standard` fills lichess's `dtc` in full moves where the next
+/// zeroing move is the conversion.
+#[test]
+fn dtc_in_the_answers() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions.jsonl")).expect("reference file");
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let (mut compared, mut pushes, mut lichess_filled, mut lichess_null, mut moves_with_dtc) = (0, 0, 0, 0, 0);
+    for line in reference.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let dtc = &r["dtc"];
+        if dtc.is_null() {
+            continue;
+        }
+        let fen = r["fen"].as_str().unwrap();
+        let (status, a) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        if status != 200 {
+            // Checkmate and stalemate are decided by the rules (no DTC).
+            assert!(status == 200 || a["error"].is_object(), "{fen}: {a}");
+            continue;
+        }
+        if a["checkmate"] == true || a["stalemate"] == true || a["insufficient_material"] == true {
+            continue;
+        }
+        let sign = match dtc["class"].as_str().unwrap() {
+            "WIN" => 1,
+            "LOSE" => -1,
+            _ => 0,
+        };
+        let (order, value) = (dtc["order"].as_i64().unwrap(), dtc["value"].as_i64().unwrap());
+        let ours = &a["dtc"];
+        assert_eq!(
+            (ours["plies"].as_i64(), ours["pushes_owed"].as_i64(), ours["halfmove_clock"].as_u64(), a["sources"]["dtc"].as_str()),
+            (Some(sign * value), Some(if sign == 0 { 0 } else { order }), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()), Some("chesstb")),
+            "{fen}: {ours}"
+        );
+        let conversion = (sign != 0 && order == 0).then_some(sign * value);
+        assert_eq!(ours["conversion_plies"].as_i64(), conversion, "{fen}: {ours}");
+        compared += 1;
+        pushes += usize::from(order > 0 && sign != 0);
+        moves_with_dtc += a["moves"].as_array().unwrap().iter().filter(|m| m["dtc"].is_object()).count();
+
+        let (status, l) = server.get(&format!("/standard?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {l}");
+        // lichess counts DTC in full moves: ⌈plies/2⌉ with the sign.
+        let expected = conversion.map(|p: i64| p.signum() * ((p.abs() + 1) / 2));
+        assert_eq!(l["dtc"].as_i64(), expected, "{fen}: {l}");
+        if expected.is_some() { lichess_filled += 1 } else { lichess_null += 1 }
+    }
+    report!(
+        "DTC through the API: {compared} reference positions equal chesstb's prober ({pushes} with pushes owed), \
+         {moves_with_dtc} moves with DTC; lichess dtc filled {lichess_filled}, null {lichess_null}"
+    );
+    assert!(compared >= 1800 && pushes > 100 && lichess_filled > 500, "{compared} {pushes} {lichess_filled}");
 }

@@ -20,7 +20,7 @@ use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
 use tbserver::{
     builtin::{Store, all_materials, value},
-    chesstb::{Chesstb, Class},
+    chesstb::{Chesstb, Class, Conversion},
 };
 
 /// Positions per material in the sample (each checked at 100 clocks).
@@ -37,6 +37,12 @@ struct Counts {
     dtm: AtomicU64,
     dtz: AtomicU64,
     dtm50_pairs: AtomicU64,
+    /// (position, clock) pairs whose DTC class agrees with the built-in DTZ.
+    dtc_class_pairs: AtomicU64,
+    /// Of those, KQvK/KRvK pairs whose DTC equals the built-in DTM50.
+    dtc_mate_pairs: AtomicU64,
+    /// Decisive DTC values with pushes owed.
+    dtc_pushes: AtomicU64,
     disagreements: Mutex<Vec<String>>,
 }
 
@@ -77,10 +83,15 @@ fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
     let curve = tb.dtm50_curve(pos).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
     for clock in 0..100u32 {
         let theirs = value::signed_plies(store.probe_dtm50(pos, clock).expect("built-in").expect("DTM50"));
+        let at_clock = (!exhaustive() || matches!(clock, 0 | 50 | 99))
+            .then(|| tb.probe_with_dtc(pos, clock).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).expect("covered"));
+        if let Some(dtc) = at_clock.as_ref().and_then(|v| v.dtc) {
+            check_dtc(pos, &fen, clock, dtc, value::signed_plies(dtz), theirs, counts);
+        }
         let mate = if exhaustive() {
             curve[clock as usize]
         } else {
-            let m = tb.probe(pos, Some(clock)).unwrap_or_else(|e| panic!("{fen} @{clock}: {e}")).and_then(|v| v.dtm50);
+            let m = at_clock.and_then(|v| v.dtm50);
             if m != curve[clock as usize] {
                 counts.disagree(format!("{fen} clock {clock}: probe {m:?}, curve {:?}", curve[clock as usize]));
             }
@@ -95,6 +106,43 @@ fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
             counts.dtm50_pairs.fetch_add(1, Ordering::Relaxed);
         } else {
             counts.disagree(format!("{fen} clock {clock}: DTM50 chesstb {ours:?}, built-in {theirs}"));
+        }
+    }
+}
+
+/// chesstb's DTC at `clock` against what the built-in tables imply:
+/// - it is decisive exactly when the position is a win or loss that the
+///   clock still allows (`|DTZ| + clock ≤ 100`, chesstb's widest budget
+///   being DTZ itself), with the same sign;
+/// - a win's next zeroing move is never nearer than DTZ, the nearest one;
+/// - in KQvK and KRvK the winner cannot capture or promote and the loser's
+///   only capture draws, so the only conversion is mate: DTC is the
+///   distance to mate that fits the clock, which is DTM50.
+fn check_dtc(pos: &Chess, fen: &str, clock: u32, dtc: Conversion, dtz: i32, dtm50: i32, counts: &Counts) {
+    let signed = match dtc.class {
+        Class::Win => dtc.plies as i32,
+        Class::Loss => -(dtc.plies as i32),
+        _ => 0,
+    };
+    let decisive = dtz != 0 && dtz.unsigned_abs() + clock <= 100;
+    let material = tbserver::material::normalized(pos.board());
+    if decisive != (dtc.class != Class::Draw) || (decisive && signed.signum() != dtz.signum()) {
+        counts.disagree(format!("{fen} clock {clock}: DTC {dtc:?}, built-in DTZ {dtz}"));
+        return;
+    }
+    if signed > 0 && signed < dtz {
+        counts.disagree(format!("{fen} clock {clock}: DTC {dtc:?} nearer than DTZ {dtz}"));
+        return;
+    }
+    counts.dtc_class_pairs.fetch_add(1, Ordering::Relaxed);
+    if dtc.order > 0 {
+        counts.dtc_pushes.fetch_add(1, Ordering::Relaxed);
+    }
+    if matches!(material.as_str(), "KQvK" | "KRvK") {
+        if signed == dtm50 {
+            counts.dtc_mate_pairs.fetch_add(1, Ordering::Relaxed);
+        } else {
+            counts.disagree(format!("{fen} clock {clock}: DTC {dtc:?}, built-in DTM50 {dtm50}"));
         }
     }
 }
@@ -159,7 +207,8 @@ fn chesstb_agrees_with_builtin_tables() {
     let positions = counts.positions.load(Ordering::Relaxed);
     report!(
         "chesstb vs built-in ({}): {} positions of {} materials in {:.1} s; WDL {} agree, DTM {} agree, \
-         DTZ {} agree, DTM50 {} (position, clock) pairs agree",
+         DTZ {} agree, DTM50 {} (position, clock) pairs agree; DTC {} (position, clock) pairs consistent with \
+         the built-in DTZ ({} with pushes owed), {} KQvK/KRvK pairs equal to DTM50",
         if exhaustive() { "exhaustive" } else { "sample" },
         positions,
         materials.len(),
@@ -168,11 +217,15 @@ fn chesstb_agrees_with_builtin_tables() {
         counts.dtm.load(Ordering::Relaxed),
         counts.dtz.load(Ordering::Relaxed),
         counts.dtm50_pairs.load(Ordering::Relaxed),
+        counts.dtc_class_pairs.load(Ordering::Relaxed),
+        counts.dtc_pushes.load(Ordering::Relaxed),
+        counts.dtc_mate_pairs.load(Ordering::Relaxed),
     );
     let bad = counts.disagreements.lock().unwrap();
     assert!(bad.is_empty(), "chesstb and the built-in tables disagree");
     assert_eq!(counts.wdl.load(Ordering::Relaxed), positions);
     assert!(exhaustive() || counts.dtm50_pairs.load(Ordering::Relaxed) >= 200_000);
+    assert!(counts.dtc_class_pairs.load(Ordering::Relaxed) > 0 && counts.dtc_mate_pairs.load(Ordering::Relaxed) > 0);
 }
 
 fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {

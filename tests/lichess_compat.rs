@@ -319,3 +319,69 @@ fn own_best_move_rule_equals_the_library_s() {
     report!("own best-move rule = library's on {compared} positions");
     assert!(compared > 3000, "{compared}");
 }
+
+/// lichess fills `precise_dtz` only where Syzygy stores DTZ exactly; tbserver
+/// also where another source (here the built-in tables) knows the exact
+/// value, on the position, every move and every mainline step.
+#[test]
+fn precise_dtz_comes_from_exact_sources() {
+    let (Some(plain), Some(server), Some(dir)) =
+        (TestServer::with_shared_tables(), TestServer::with_shared_and_builtin_tables(), syzygy_dir())
+    else {
+        return;
+    };
+    let mut tables = Tablebase::new();
+    tables.add_directory(&dir).unwrap();
+    let fen = "8/8/8/4k3/8/8/8/KR6 w - - 0 1";
+    // Syzygy alone: rounded, as lichess answers.
+    let a = ok(&plain, "/standard", fen);
+    assert_eq!((a["dtz"].as_i64(), a["precise_dtz"].as_i64()), (Some(29), None), "{a}");
+    // In KRvK the winner zeroes only by mating (nothing to capture): DTZ is
+    // DTM, which Gaviota gives independently of any DTZ table.
+    let a = ok(&server, "/standard", fen);
+    assert_eq!((a["dtz"].as_i64(), a["precise_dtz"].as_i64()), (a["dtm"].as_i64(), a["dtm"].as_i64()), "{a}");
+    let mut filled = 0;
+    for m in moves(&a) {
+        assert_eq!(m["precise_dtz"], m["dtz"], "{m}");
+        if m["category"] != "draw" {
+            assert_eq!(m["dtz"], m["dtm"], "{m}");
+            filled += 1;
+        }
+    }
+    assert!(filled > 5, "{a}");
+    // The mainline: every step's DTZ exact, the moves still the library's.
+    let line = ok(&server, "/standard/mainline", fen);
+    let mut expected = best_move_line(&tables, position(fen));
+    let steps = expected["mainline"].as_array_mut().unwrap();
+    for step in steps.iter_mut() {
+        step["precise_dtz"] = step["dtz"].clone();
+    }
+    assert!(steps.iter().any(|s| s["dtz"].as_i64().unwrap().abs() > 1));
+    let got: Vec<(&Value, &Value, &Value)> = line["mainline"].as_array().unwrap().iter().map(|s| (&s["uci"], &s["dtz"], &s["precise_dtz"])).collect();
+    let want: Vec<(&Value, &Value, &Value)> = steps.iter().map(|s| (&s["uci"], &s["dtz"], &s["precise_dtz"])).collect();
+    assert_eq!(got, want);
+    assert_eq!((line["dtz"].as_i64(), line["precise_dtz"].as_i64()), (Some(29), Some(29)));
+
+    // At clock 79 the rounded 21 could not tell a win from a cursed win
+    // (syzygy-win); the exact DTZ (= Gaviota's DTM here) can.
+    let edge = "4k3/8/8/8/8/8/8/4K2R w - - 79 40";
+    let a = ok(&server, "/standard", edge);
+    let exact = a["precise_dtz"].as_i64().expect("precise");
+    assert_eq!(Some(exact), a["dtm"].as_i64());
+    assert_eq!(a["category"], if exact + 79 <= 100 { "win" } else { "cursed-win" }, "{a}");
+
+    // Five pieces: no exact source, so lichess's null stays.
+    let text = std::fs::read_to_string(reference_file().unwrap()).unwrap();
+    let (five, syzygy) = text
+        .lines()
+        .filter_map(|l| Some(serde_json::from_str::<Value>(l).ok()?["fen"].as_str()?.to_owned()))
+        .filter(|fen| position(fen).board().occupied().count() == 5)
+        .find_map(|fen| match tables.probe_dtz(&position(&fen)).unwrap() {
+            rounded @ shakmaty_syzygy::MaybeRounded::Rounded(d) if d.0 != 0 => Some((fen, rounded)),
+            _ => None,
+        })
+        .expect("a 5-piece reference position with a rounded DTZ");
+    let a = ok(&server, "/standard", &five);
+    assert_eq!((a["dtz"].as_i64(), a["precise_dtz"].is_null()), (Some(i64::from(syzygy.ignore_rounding().0)), true), "{a}");
+    report!("precise_dtz: KRvK exact at the root, {filled} moves and {} mainline steps; 5 pieces stay null", steps.len());
+}

@@ -59,14 +59,22 @@
 //! changepoint bitmap, k ranks]`), the top bit of the last `h` (or `k`)
 //! saying the record ends in DRAW (its last rank left out). The class comes
 //! from the WDL file; the layer where a record turns DRAW gives DTZ = 102 − h.
-//! DTC packs have the same layout with 30 layers (DTZ, then 29 push budgets).
+//! DTC packs have the same layout with 30 layers: pack index 0 is the DTZ
+//! row, index j the budget of 29 − j pawn pushes. A record's values are plies
+//! to the next zeroing move, rising with the index; at a clock the answer is
+//! the last segment whose value fits `100 − clock` plies: its budget
+//! (29 − the segment's last index) is the pushes the winner owes before a
+//! capture or promotion, its value the plies to the next zeroing move (the
+//! conversion itself at 0 pushes). None fits, or a cursed class: drawn at
+//! that clock. Pawnless materials have no DTC file: DTC is DTZ there.
 //!
 //! # Supported here
 //! All of the above for WDL, DTZ, DTM and DTM50, including dropped frames,
-//! loss-only and relaxed frames, en passant, and symmetric materials. Not
-//! supported: DTC values (its files are found and checked by `verify`),
-//! opposing-pawn-pair tables (`p` in the name), and 7-piece index sizes
-//! beyond 64 bits.
+//! loss-only and relaxed frames, en passant, and symmetric materials; DTC at
+//! the position's clock, with dropped frames rebuilt the way chesstb's
+//! prober does (a win takes the move owing the fewest pushes, a loss the
+//! budget its most stubborn defence forces). Not supported: opposing-pawn-pair
+//! tables (`p` in the name), and 7-piece index sizes beyond 64 bits.
 
 mod cache;
 mod file;
@@ -88,7 +96,7 @@ use shakmaty::{Chess, Position};
 pub use cache::CacheStats;
 pub use file::Kind;
 pub use material::TableMaterial;
-pub use probe::{Class, Mate, Values};
+pub use probe::{Class, Conversion, Mate, Values};
 
 /// A chesstb table that exists but could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -239,5 +247,13 @@ impl Chesstb {
             return Ok(None);
         }
         self.values(pos, clock, 0)
+    }
+
+    /// As [`Chesstb::probe`] at `clock`, with DTC (`Values::dtc`) too.
+    pub fn probe_with_dtc(&self, pos: &Chess, clock: u32) -> Result<Option<Values>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.values_with(pos, Some(clock), true, 0)
     }
 }

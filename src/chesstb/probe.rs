@@ -179,6 +179,32 @@ struct PackAnswer {
     dtz: Option<u16>,
 }
 
+/// chesstb's DTC at one half-move clock (README section "DTC"): on the
+/// line that owes the fewest pawn pushes before a conversion (capture or
+/// promotion) and still fits the clock, `order` pushes the winning side
+/// owes and `plies` to the next zeroing move; at order 0 that zeroing move
+/// is the conversion itself. `class` is the one the clock leaves (W/D/L).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Conversion {
+    pub class: Class,
+    pub order: u16,
+    pub plies: u16,
+}
+
+impl Conversion {
+    const DRAW: Conversion = Conversion { class: Class::Draw, order: 0, plies: 0 };
+}
+
+/// Rows of a DTC pack: pack index 0 is the DTZ row, index j the budget of
+/// `DTC_BUDGETS - j` pushes; a position's curve is indexed by budget.
+const DTC_BUDGETS: usize = 29;
+const DTC_ROWS: usize = DTC_BUDGETS + 1;
+
+/// The plies a line may take before its zeroing move at `clock`.
+fn dtc_budget_plies(clock: u32) -> u16 {
+    100u32.saturating_sub(clock) as u16
+}
+
 /// Everything chesstb says about a position.
 #[derive(Debug, Clone, Default)]
 pub struct Values {
@@ -190,6 +216,10 @@ pub struct Values {
     pub dtm_plies: Option<u16>,
     /// DTM50 at the requested clock: W/D/L and plies (0 for a draw).
     pub dtm50: Option<Mate>,
+    /// DTC at the requested clock, where a DTC table (pawn endings) or the
+    /// DTZ table (pawnless endings, where every zeroing move converts)
+    /// answers; only from [`Chesstb::probe_with_dtc`].
+    pub dtc: Option<Conversion>,
     /// Internal: the class the DTM figure was compared under (ep overlay).
     dtm_class: Option<Class>,
     dtz_class: Option<Class>,
@@ -389,6 +419,12 @@ impl Chesstb {
     /// Everything about `pos`; `clock`: the DTM50 layer to answer (`None`:
     /// none). `None` when no WDL table covers the position.
     pub(super) fn values(&self, pos: &Chess, clock: Option<u32>, depth: u32) -> R<Option<Values>> {
+        self.values_with(pos, clock, false, depth)
+    }
+
+    /// As [`Chesstb::values`], with DTC at `clock` when `dtc` is set (it
+    /// decodes the DTC file's blocks, which nothing else needs).
+    pub(super) fn values_with(&self, pos: &Chess, clock: Option<u32>, dtc: bool, depth: u32) -> R<Option<Values>> {
         let Some(wdl) = self.wdl_no_ep(pos, depth)? else { return Ok(None) };
         let mut v = Values { wdl: Some(wdl), ..Values::default() };
         if wdl == Class::Draw {
@@ -411,10 +447,13 @@ impl Chesstb {
                 v.dtz_plies = self.dtz(pos, wdl, depth)?;
             }
         }
+        if let Some(clock) = clock.filter(|_| dtc) {
+            v.dtc = self.dtc(pos, wdl, v.dtz_plies, clock, depth)?;
+        }
         v.dtm_class = Some(wdl.fold_dtm());
         v.dtz_class = Some(wdl);
         if has_ep(pos) {
-            return self.ep_overlay(pos, v, clock.is_some(), depth);
+            return self.ep_overlay(pos, v, clock.is_some(), dtc, depth);
         }
         Ok(Some(v))
     }
@@ -833,8 +872,10 @@ impl Chesstb {
 
     /// A position with an en-passant capture: the tables hold it without
     /// the right, so the captures are searched beside the stored answer.
-    fn ep_overlay(&self, pos: &Chess, mut best: Values, with_clock: bool, depth: u32) -> R<Option<Values>> {
+    fn ep_overlay(&self, pos: &Chess, mut best: Values, with_clock: bool, with_dtc: bool, depth: u32) -> R<Option<Values>> {
         let mut dtm50_class = best.dtm50.map(|m| m.class).or(best.wdl.map(Class::fold_50));
+        // DTC compares on the class its clock leaves, (order, plies) breaking ties.
+        let mut dtc_best = best.dtc.map_or((best.wdl.expect("set"), 0, 0), |d| (d.class, d.order, d.plies));
         for (m, child) in children(pos) {
             if !m.is_en_passant() {
                 continue;
@@ -855,6 +896,14 @@ impl Chesstb {
                     best.dtm_plies = Some(if mine.0.decisive() { mine.1 } else { 0 });
                 }
             }
+            if with_clock && with_dtc {
+                // An en-passant capture converts one ply out, owing nothing.
+                let mine = (cw.invert().fold_50(), 0, 1);
+                if mine.0 > dtc_best.0 || (best.dtc.is_some() && better_dtc(mine, dtc_best)) {
+                    dtc_best = mine;
+                    best.dtc = Some(if mine.0 == Class::Draw { Conversion::DRAW } else { Conversion { class: mine.0, order: 0, plies: 1 } });
+                }
+            }
             if let (Some(d), Some(cd)) = (best.dtm50, cr.dtm50) {
                 let mine = (cd.class.invert(), cd.plies + 1);
                 if better(mine, (dtm50_class.expect("set"), d.plies)) {
@@ -865,6 +914,189 @@ impl Chesstb {
         }
         Ok(Some(best))
     }
+}
+
+impl Chesstb {
+    /// DTC of `pos` (class `wdl` at clock 0, no en-passant right) at
+    /// `clock`. `None` where no table answers.
+    fn dtc(&self, pos: &Chess, wdl: Class, dtz: Option<u16>, clock: u32, depth: u32) -> R<Option<Conversion>> {
+        if wdl == Class::Draw {
+            return Ok(Some(Conversion::DRAW));
+        }
+        let c = canon(pos);
+        if !c.material.has_pawns() {
+            // No push to budget: every zeroing move converts, so DTC is DTZ
+            // at order 0, drawn where the clock leaves no room for it.
+            let Some(dtz) = dtz else { return Ok(None) };
+            return Ok(Some(if !wdl.decisive() || clock + u32::from(dtz) > 100 {
+                Conversion::DRAW
+            } else {
+                Conversion { class: wdl, order: 0, plies: dtz }
+            }));
+        }
+        let Some(file) = self.file(&c.material, Kind::Dtc)? else { return Ok(None) };
+        if !wdl.decisive() {
+            // The budgets hold only what the 50-move rule settles.
+            return Ok(Some(Conversion::DRAW));
+        }
+        match self.locate(&file, &c, Some(wdl))? {
+            Located::Direct { side, idx } => {
+                let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;
+                Ok(Some(dtc_from_record(record.as_ref(), wdl, clock)))
+            }
+            Located::Rebuild if depth >= MAX_DEPTH => Ok(None),
+            Located::Rebuild if wdl == Class::Win => self.rebuild_dtc_win(pos, clock, depth),
+            Located::Rebuild => self.rebuild_dtc_loss(pos, clock, depth),
+        }
+    }
+
+    /// A child's DTC at its own clock, its en-passant right included (a
+    /// child reached without converting keeps the parent's pawns).
+    fn child_dtc(&self, child: &Chess, class: Class, clock: u32, depth: u32) -> R<Option<Conversion>> {
+        if has_ep(child) {
+            // Only a double push gives the right: the child's clock is 0 = `clock`.
+            return Ok(self.values_with(child, Some(clock), true, depth)?.and_then(|v| v.dtc));
+        }
+        self.dtc(child, class, None, clock, depth)
+    }
+
+    /// A winning frame the file leaves out: the move owing the fewest
+    /// pushes, then the quickest, among those whose line fits the clock.
+    fn rebuild_dtc_win(&self, pos: &Chess, clock: u32, depth: u32) -> R<Option<Conversion>> {
+        let budget = dtc_budget_plies(clock);
+        let mut best: Option<(u16, u16)> = None;
+        for (m, child) in children(pos) {
+            if bare_kings(&child) {
+                continue;
+            }
+            let conversion = m.is_capture() || m.is_promotion();
+            let push = !conversion && m.role() == shakmaty::Role::Pawn;
+            let Some(cw) = self.wdl(&child, depth + 1)? else { return Ok(None) };
+            if cw != Class::Loss {
+                continue;
+            }
+            let (order, plies) = if conversion {
+                (0, 1)
+            } else {
+                let child_clock = if push { 0 } else { clock + 1 };
+                let Some(cell) = self.child_dtc(&child, cw, child_clock, depth + 1)? else { return Ok(None) };
+                if cell.class == Class::Draw {
+                    continue;
+                }
+                if push { (cell.order + 1, 1) } else { (cell.order, cell.plies + 1) }
+            };
+            if plies <= budget && best.is_none_or(|b| (order, plies) < b) {
+                best = Some((order, plies));
+            }
+        }
+        Ok(Some(best.map_or(Conversion::DRAW, |(order, plies)| Conversion { class: Class::Win, order, plies })))
+    }
+
+    /// A losing frame the file leaves out: per budget the longest
+    /// resistance over all moves, then the smallest budget that fits.
+    fn rebuild_dtc_loss(&self, pos: &Chess, clock: u32, depth: u32) -> R<Option<Conversion>> {
+        let mut worst = [0u16; DTC_ROWS];
+        let mut drawn = [false; DTC_ROWS];
+        let mut raise = |k: usize, v: u16| {
+            if v > 100 {
+                drawn[k] = true;
+            } else {
+                worst[k] = worst[k].max(v);
+            }
+        };
+        let mut any = false;
+        for (m, child) in children(pos) {
+            any = true;
+            if m.is_capture() || m.is_promotion() || bare_kings(&child) {
+                (0..DTC_ROWS).for_each(|k| raise(k, 1));
+                continue;
+            }
+            let push = m.role() == shakmaty::Role::Pawn;
+            if has_ep(&child) {
+                match self.ep_conversion_wins(&child, depth + 1)? {
+                    None => return Ok(None),
+                    Some(true) => {
+                        (0..DTC_ROWS).for_each(|k| raise(k, 1));
+                        continue;
+                    }
+                    Some(false) => {}
+                }
+            }
+            let Some(curve) = self.dtc_curve(&child)? else { return Ok(None) };
+            for (k, v) in curve.into_iter().enumerate() {
+                // A budget where the child is drawn is drawn here too.
+                raise(k, v.map_or(u16::MAX, |v| if push { 1 } else { v + 1 }));
+            }
+        }
+        if !any {
+            return Ok(Some(Conversion { class: Class::Loss, order: 0, plies: 0 }));
+        }
+        let budget = dtc_budget_plies(clock);
+        Ok(Some(
+            (0..DTC_ROWS)
+                .find(|&k| !drawn[k] && worst[k] <= budget)
+                .map_or(Conversion::DRAW, |k| Conversion { class: Class::Loss, order: k as u16, plies: worst[k] }),
+        ))
+    }
+
+    /// Whether an en-passant capture out of `child` wins for its mover
+    /// under the rule; `None` when a table is missing.
+    fn ep_conversion_wins(&self, child: &Chess, depth: u32) -> R<Option<bool>> {
+        let mut unknown = false;
+        for (m, grandchild) in children(child) {
+            if !m.is_en_passant() {
+                continue;
+            }
+            let gw = if bare_kings(&grandchild) { Some(Class::Draw) } else { self.wdl(&grandchild, depth + 1)? };
+            match gw {
+                None => unknown = true,
+                Some(gw) if gw.invert().fold_50() == Class::Win => return Ok(Some(true)),
+                Some(_) => {}
+            }
+        }
+        Ok(if unknown { None } else { Some(false) })
+    }
+
+    /// A stored winning position's DTC value at every budget (`None`:
+    /// drawn there); `None` if its frame is not stored.
+    fn dtc_curve(&self, pos: &Chess) -> R<Option<[Option<u16>; DTC_ROWS]>> {
+        let c = canon(pos);
+        let Some(file) = self.file(&c.material, Kind::Dtc)? else { return Ok(None) };
+        let Located::Direct { side, idx } = self.locate(&file, &c, Some(Class::Win))? else { return Ok(None) };
+        let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;
+        Ok(Some(std::array::from_fn(|budget| record.as_ref().and_then(|r| r.at(DTC_BUDGETS - budget)))))
+    }
+}
+
+/// Prefers a higher class, then fewer pushes owed and a quicker zeroing
+/// move when winning, more and a slower one when losing.
+fn better_dtc(new: (Class, u16, u16), old: (Class, u16, u16)) -> bool {
+    if new.0 != old.0 {
+        return new.0 > old.0;
+    }
+    let (n, o) = ((new.1, new.2), (old.1, old.2));
+    match new.0 {
+        Class::Win | Class::CursedWin => n < o,
+        Class::Loss | Class::BlessedLoss => n > o,
+        Class::Draw => false,
+    }
+}
+
+/// A stored record's DTC at `clock` (class `wdl`, W or L): the fewest pushes
+/// whose line fits the clock. Budgets shrink as the pack index grows and the
+/// values grow with it, so the last segment that fits owes the fewest.
+fn dtc_from_record(record: Option<&super::cache::Record>, wdl: Class, clock: u32) -> Conversion {
+    let Some(r) = record else { return Conversion::DRAW };
+    let budget = dtc_budget_plies(clock);
+    let decisive = r.values.len();
+    for s in (0..decisive).rev() {
+        if r.values[s] > budget {
+            continue;
+        }
+        let last_index = r.starts.get(s + 1).map_or(DTC_ROWS - 1, |&next| next as usize - 1);
+        return Conversion { class: wdl, order: (DTC_BUDGETS - last_index) as u16, plies: r.values[s] };
+    }
+    Conversion::DRAW
 }
 
 /// A child of a rebuilt frame, for [`Chesstb::curve`].

@@ -114,14 +114,19 @@ struct PositionFields {
     /// DTZ50'' in plies as the table stores it, possibly rounded; null when
     /// unknown.
     dtz: Option<i32>,
-    /// DTZ when known to be exact.
+    /// DTZ when known to be exact: Syzygy's where it stores it exactly (as
+    /// lichess), else the built-in tables' or chesstb's exact value where
+    /// Syzygy's is rounded (lichess leaves it null there).
     precise_dtz: Option<i32>,
     /// Signed plies to mate ignoring the 50-move rule; 0 for a draw, null
     /// when unknown and for a checkmated position (as lichess's DTM tables).
     dtm: Option<i32>,
     /// Only in chess variants; always null here.
     dtw: Option<i32>,
-    /// Only from 8-piece DTC tables; always null here.
+    /// Distance to conversion (capture, promotion or mate) in full moves,
+    /// signed as `dtz`, as lichess's op1 DTC: here from chesstb's DTC at the
+    /// position's clock where the next zeroing move is the conversion
+    /// (no pawn push owed first); null otherwise and without chesstb.
     dtc: Option<i32>,
     category: LichessCategory,
 }
@@ -170,6 +175,12 @@ fn lichess_dtm(info: &PositionInfo) -> Option<i32> {
     info.dtm.filter(|_| !info.checkmate).map(|d| d.plies)
 }
 
+/// lichess's `dtc` counts full moves (lila-tablebase doubles it to compare
+/// with DTZ plies): a conversion `n` plies away is ⌈n/2⌉ moves, signed.
+fn lichess_dtc(info: &PositionInfo) -> Option<i32> {
+    info.dtc.and_then(|d| d.conversion_plies).map(|p| p.signum() * ((p.abs() + 1) / 2))
+}
+
 fn fields(info: &PositionInfo, dtz: Option<MaybeRounded<Dtz>>, category: LichessCategory) -> PositionFields {
     PositionFields {
         checkmate: info.checkmate,
@@ -181,7 +192,7 @@ fn fields(info: &PositionInfo, dtz: Option<MaybeRounded<Dtz>>, category: Lichess
         precise_dtz: dtz.and_then(MaybeRounded::precise).map(|d| d.0),
         dtm: lichess_dtm(info),
         dtw: None,
-        dtc: None,
+        dtc: lichess_dtc(info),
         category,
     }
 }
@@ -205,13 +216,13 @@ type SortKey = (
     Reverse<bool>,
     (Reverse<bool>, Reverse<bool>),
     (Reverse<Option<i32>>, Option<Reverse<i32>>),
-    bool,
+    (bool, (Reverse<Option<i32>>, Option<Reverse<i32>>)),
     (bool, Option<Reverse<i32>>),
     (Reverse<Option<Role>>, Reverse<Option<Role>>),
 );
 
 /// lichess's `MoveInfo::sort_key`, without the fields that are constant
-/// here (variant outcomes, DTW, DTC).
+/// here (variant outcomes, DTW).
 fn sort_key(r: &Rated) -> SortKey {
     let after = &r.mv.after;
     let not_losing = !r.category.is_positive();
@@ -220,7 +231,7 @@ fn sort_key(r: &Rated) -> SortKey {
         Reverse(after.checkmate),
         (Reverse(after.stalemate), Reverse(after.insufficient_material)),
         tightening(lichess_dtm(after)),
-        r.mv.m.is_conversion() ^ not_losing,
+        (r.mv.m.is_conversion() ^ not_losing, tightening(lichess_dtc(after))),
         (r.mv.zeroing ^ not_losing, r.dtz.map(|d| Reverse(d.ignore_rounding().0))),
         (Reverse(r.mv.m.capture()), Reverse(r.mv.m.promotion())),
     )
@@ -362,6 +373,7 @@ struct MainlineStepFields {
     san: String,
     /// DTZ after the move, from the point of view of the side to move there.
     dtz: i32,
+    /// As `dtz` when known to be exact (see `/standard`).
     precise_dtz: Option<i32>,
 }
 

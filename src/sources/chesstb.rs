@@ -13,7 +13,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource};
 use crate::{
     chesstb::{Chesstb, Class, Kind, ProbeError, TableMaterial, Values},
-    domain::Source,
+    domain::{Dtc, Source},
 };
 
 pub struct ChesstbSource {
@@ -99,6 +99,20 @@ impl TableSource for ChesstbSource {
             Class::Win => m.plies as i32,
             Class::Loss => -(m.plies as i32),
             _ => 0,
+        }))
+    }
+
+    fn probe_dtc(&self, pos: &Chess) -> ProbeResult<Dtc> {
+        // Not memoized with the other values: only full answers ask for DTC.
+        let Some(v) = self.tb.probe_with_dtc(pos, pos.halfmoves()).map_err(table_error)? else { return Ok(None) };
+        Ok(v.dtc.map(|d| {
+            let plies = i32::from(d.plies);
+            let signed = match d.class {
+                Class::Win | Class::CursedWin => plies,
+                Class::Loss | Class::BlessedLoss => -plies,
+                Class::Draw => 0,
+            };
+            Dtc::new(signed, if signed == 0 { 0 } else { d.order }, pos.halfmoves())
         }))
     }
 

@@ -15,7 +15,7 @@ use serde::Serialize;
 use shakmaty::{Chess, Move};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use crate::domain::Source;
+use crate::domain::{Dtc, Source};
 
 /// A table that exists but could not be read: broken, truncated, unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, utoipa::ToSchema)]
@@ -97,6 +97,11 @@ pub trait TableSource: Send + Sync {
     /// Signed plies to mate under the 50-move rule at the position's own
     /// half-move clock; 0 for a draw at that clock.
     fn probe_dtm50_plies(&self, _pos: &Chess) -> ProbeResult<i32> {
+        Ok(None)
+    }
+
+    /// DTC at the position's own half-move clock (chesstb).
+    fn probe_dtc(&self, _pos: &Chess) -> ProbeResult<Dtc> {
         Ok(None)
     }
 

@@ -35,6 +35,33 @@ pub fn reference_file() -> Option<PathBuf> {
     shared_dir("reference/positions.jsonl").map(|d| d.join("reference/positions.jsonl"))
 }
 
+/// Syzygy and Gaviota from the shared data, no answer cache, no built-in tables.
+pub fn shared_tables_config() -> Option<tbserver::config::Config> {
+    let mut config = tbserver::config::Config {
+        syzygy: vec![syzygy_dir()?],
+        gaviota: vec![gaviota_dir()?],
+        cache_entries: 0,
+        ..Default::default()
+    };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    Some(config)
+}
+
+pub fn chesstb_dir() -> Option<PathBuf> {
+    shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))
+}
+
+/// The built-in tables of up to 4 pieces, generated where the other tests
+/// keep them (`$TBSERVER_BUILTIN_TEST_DIR`, else the target's tmp dir).
+pub fn generated_builtin_dir() -> PathBuf {
+    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let store = tbserver::builtin::Store::new(&dir, true);
+    tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate built-in tables");
+    dir
+}
+
 /// Log lines of a server process, collected as they come.
 pub type Log = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
 
@@ -94,11 +121,16 @@ impl TestServer {
     /// Syzygy and Gaviota tables from the shared data; built-in tables off so
     /// that answers come from the files under test.
     pub fn with_shared_tables() -> Option<TestServer> {
-        let mut config = tbserver::config::Config::default();
-        config.syzygy = vec![syzygy_dir()?];
-        config.gaviota = vec![gaviota_dir()?];
-        config.cache_entries = 0;
-        config.builtin.mode = tbserver::config::BuiltinMode::Off;
+        Some(TestServer::start(shared_tables_config()?))
+    }
+
+    /// As [`TestServer::with_shared_tables`], plus the built-in tables of up
+    /// to 4 pieces, generated first (once per target directory) so that no
+    /// answer is pending.
+    pub fn with_shared_and_builtin_tables() -> Option<TestServer> {
+        let mut config = shared_tables_config()?;
+        config.builtin.mode = tbserver::config::BuiltinMode::Lazy;
+        config.builtin.dir = generated_builtin_dir();
         Some(TestServer::start(config))
     }
 
