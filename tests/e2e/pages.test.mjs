@@ -4,7 +4,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createRequire } from 'node:module';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -78,8 +78,11 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   assert.match(await page.textContent('#verdict'), /White wins/);
   const facts = await page.textContent('#facts');
   assert.match(facts, /WDL50\+2/);
-  assert.match(facts, /DTZ50≈?\+24 plies/);
-  assert.match(facts, /exact|possibly rounded/);
+  // Syzygy stores this DTZ rounded (24, so 24 or 25); the built-in tables
+  // and chesstb know it exactly, and DTZ equals DTM here (mate converts).
+  assert.match(facts, /DTZ50\+25 plies/);
+  assert.match(facts, /exact \(the syzygy table stores it rounded/);
+  assert.match(facts, /DTM\+25 plies/);
   const rows = await page.$$eval('#moves tbody tr', (trs) => trs.map((tr) => ({ uci: tr.dataset.uci, cat: tr.dataset.category, text: tr.textContent })));
   assert.ok(rows.length > 5, `expected many moves, got ${rows.length}`);
   assert.equal(rows[0].cat, 'win', 'best move first');
@@ -97,6 +100,26 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   // answer arrived, so the test saw the previous position's verdict.)
   assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
   assert.match(await page.textContent('#verdict'), /Black loses/);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('DTC from chesstb, as chesstb\'s own prober reads it', async () => {
+  // A KPvK win at clock 64 whose conversion needs pawn pushes first; the
+  // expected values are those of chesstb's C++ prober (shared reference).
+  const fen = 'k7/8/8/8/2KP4/8/8/8 w - - 64 1';
+  const shared = process.env.TBSERVER_SHARED_DIR;
+  const ref = readFileSync(join(shared, 'reference/chesstb-positions.jsonl'), 'utf8')
+    .split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.fen === fen);
+  assert.ok(ref, 'reference position present');
+  assert.equal(ref.dtc.class, 'WIN');
+  const page = await newPage();
+  await loadFen(page, fen);
+  const facts = await page.textContent('#facts');
+  assert.match(facts, new RegExp(`DTC\\+${ref.dtc.value} pl`));
+  assert.match(facts, new RegExp(`${ref.dtc.order} pawn push(es)? owed first`));
+  assert.match(facts, /DTC: chesstb/);
+  await page.screenshot({ path: SHOTS + 'probe-dtc.png', fullPage: true });
   assert.deepEqual(page.problems, []);
   await page.close();
 });
@@ -147,7 +170,7 @@ test('rounding reference position and the half-move clock', async () => {
   await page.waitForFunction(() => / 90 1$/.test(document.getElementById('fen').value));
   await waitReady(page);
   assert.match(urlFen(page), / 90 1$/);
-  // KBNvK with DTZ 24: at clock 77 the zeroing move comes too late (24 + 77 > 100).
+  // KBNvK with DTZ 25: at clock 77 the zeroing move comes too late (25 + 77 > 100).
   await loadFen(page, KBNK);
   await page.fill('#clock', '77');
   await page.waitForFunction(() => / 77 1$/.test(document.getElementById('fen').value));

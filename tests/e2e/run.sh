@@ -53,6 +53,7 @@ TBSERVER_BUILTIN_DIR="$work/tbcache" "$bin" serve \
   --listen "127.0.0.1:$port" \
   --syzygy "$shared/tables/syzygy" \
   --gaviota "$shared/tables/gaviota" \
+  --chesstb "$shared/tables/chesstb" \
   >"$work/server.log" 2>&1 &
 server_pid=$!
 
@@ -66,7 +67,7 @@ done
 curl -fsS "$url/healthz" >/dev/null || { echo "e2e: server not healthy" >&2; cat "$work/server.log" >&2; exit 1; }
 
 status=0
-TBSERVER_URL="$url" CHROMIUM="$chromium" node --test --test-concurrency=1 tests/e2e/*.test.mjs || status=$?
+TBSERVER_URL="$url" TBSERVER_SHARED_DIR="$shared" CHROMIUM="$chromium" node --test --test-concurrency=1 tests/e2e/*.test.mjs || status=$?
 if [ "$status" -ne 0 ]; then
   echo "e2e: FAILED (server log follows)" >&2
   tail -n 50 "$work/server.log" >&2

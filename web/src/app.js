@@ -381,13 +381,22 @@ function dtzNote(d) {
   const parts = [];
   if (d.plies === 0) parts.push('a draw: no zeroing needed');
   else parts.push(`${plural(Math.abs(d.plies), 'ply')} to the next capture, pawn move or mate`);
-  if (d.rounding === 'exact') parts.push('exact');
-  else {
+  if (d.rounding === 'exact') {
+    parts.push(d.rounded_in
+      ? `exact (the ${d.rounded_in} table stores it rounded; the source named below knows it to the ply)`
+      : 'exact');
+  } else {
     const [lo, hi] = (d.range_plies || [d.plies, d.plies + Math.sign(d.plies)]).map(Math.abs).sort((x, y) => x - y);
     parts.push(`possibly rounded: the table stores whole moves here, so the true distance is ${lo} or ${hi} plies`);
   }
   if (d.beyond_100) parts.push('above 100: the 50-move rule spoils the result (cursed win / blessed loss)');
   return parts.join('; ');
+}
+
+function dtcNote(c) {
+  if (c.plies === 0) return `no conversion fits under the 50-move rule from half-move clock ${c.halfmove_clock}`;
+  if (c.pushes_owed === 0) return `${plural(Math.abs(c.plies), 'ply')} to the next capture, promotion or mate at half-move clock ${c.halfmove_clock} (chesstb)`;
+  return `${c.pushes_owed} pawn ${c.pushes_owed === 1 ? 'push' : 'pushes'} owed first, the next one ${plural(Math.abs(c.plies), 'ply')} away (chesstb)`;
 }
 
 function dtmText(d, flip = false, draw = false) {
@@ -431,6 +440,10 @@ function renderAnswer(a) {
       !a.dtm50 ? 'not known; try the analysis below'
         : drawn50 ? `no mate fits under the 50-move rule from half-move clock ${a.dtm50.halfmove_clock}; exact`
         : `${mateWords(a.dtm50.plies, a.dtm50.mate_in_moves)}; respects the 50-move rule${a.dtm50.exact ? ', exact' : ', a bound'}`);
+  }
+  if (a.dtc) {
+    const c = a.dtc;
+    addFact(dl, 'DTC', c.plies === 0 ? 'draw' : `${c.plies > 0 ? '+' : ''}${c.plies} ${Math.abs(c.plies) === 1 ? 'ply' : 'plies'}`, dtcNote(c));
   }
   if (a.mate_bound) {
     const b = a.mate_bound;
