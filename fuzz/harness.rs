@@ -119,3 +119,104 @@ impl Pipeline {
         }
     }
 }
+
+/// chesstb files damaged in place: the input says which real file of the
+/// shared data (KQK or KPK, any kind) to damage and how (truncation, byte
+/// changes). Opening and probing never panics, and a material that does not
+/// depend on the damaged one keeps answering: a broken file makes only the
+/// probes that read it fail.
+/// The corpus holds only these small edit scripts, never table bytes.
+pub struct ChesstbDamage {
+    /// Copies of the real files, laid out as chesstb ships them.
+    work: std::path::PathBuf,
+    files: Vec<(std::path::PathBuf, Vec<u8>)>,
+}
+
+/// Positions probed after each change, both materials, both sides to move,
+/// several clocks.
+const CHESSTB_FENS: [&str; 8] = [
+    "8/8/8/8/8/2k5/8/KQ6 w - - 0 1",
+    "8/8/8/8/8/2k5/8/KQ6 b - - 37 1",
+    "4k3/8/8/8/8/8/1Q6/K7 w - - 90 1",
+    "k7/8/8/8/2KP4/8/8/8 w - - 64 1",
+    "8/2P4K/8/8/1k6/8/8/8 b - - 95 1",
+    "8/8/8/4k3/8/8/3P4/3K4 w - - 0 1",
+    "8/8/8/4k3/8/8/3P4/3K4 b - - 12 1",
+    "8/3P4/8/8/8/8/k7/2K5 w - - 3 1",
+];
+
+impl ChesstbDamage {
+    pub fn new(chesstb: &Path) -> ChesstbDamage {
+        let work = std::env::temp_dir().join(format!("tbserver-fuzz-chesstb-{}", std::process::id()));
+        let mut files = Vec::new();
+        for kind in ["wdl", "dtz", "dtm", "dtm50", "dtc"] {
+            std::fs::create_dir_all(work.join(kind)).unwrap();
+            for entry in std::fs::read_dir(chesstb.join(kind)).unwrap_or_else(|e| panic!("{}: {e}", chesstb.display())) {
+                let path = entry.unwrap().path();
+                let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                if (name.starts_with("KQK.") || name.starts_with("KPK.")) && !name.ends_with(".info") {
+                    let bytes = std::fs::read(&path).unwrap();
+                    let copy = work.join(kind).join(&name);
+                    std::fs::write(&copy, &bytes).unwrap();
+                    files.push((copy, bytes));
+                }
+            }
+        }
+        files.sort();
+        assert!(files.len() >= 9, "chesstb KQK/KPK files missing under {}", chesstb.display());
+        ChesstbDamage { work, files }
+    }
+
+    /// Byte 0: which file; byte 1 bit 0: truncate at the `u32` in bytes
+    /// 2..6 (modulo the length); then 5-byte edits, a `u32` offset (modulo
+    /// the length) and a byte XORed there.
+    pub fn run(&self, data: &[u8]) {
+        use shakmaty::Position as _;
+        use tbserver::sources::TableSource as _;
+        let Some((&which, rest)) = data.split_first() else { return };
+        let (path, original) = &self.files[usize::from(which) % self.files.len()];
+        let mut bytes = original.clone();
+        let mut edits = rest;
+        if let Some((&mode, after)) = rest.split_first() {
+            edits = after;
+            if mode & 1 == 1 && after.len() >= 4 {
+                let at = u32::from_le_bytes(after[..4].try_into().unwrap()) as usize;
+                bytes.truncate(at % (bytes.len() + 1));
+                edits = &after[4..];
+            }
+        }
+        for edit in edits.chunks_exact(5) {
+            if bytes.is_empty() {
+                break;
+            }
+            let at = u32::from_le_bytes(edit[..4].try_into().unwrap()) as usize % bytes.len();
+            bytes[at] ^= edit[4];
+        }
+        std::fs::write(path, &bytes).unwrap();
+        let damaged = path.file_name().unwrap().to_string_lossy()[..3].to_owned();
+        let source = tbserver::sources::chesstb::ChesstbSource::open(&[self.work.clone()], 1 << 20);
+        for fen in CHESSTB_FENS {
+            let pos: shakmaty::Chess = fen.parse::<shakmaty::fen::Fen>().unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
+            let wdl = source.probe_wdl(&pos);
+            let _ = source.probe_dtz(&pos);
+            let _ = source.probe_dtm_plies(&pos);
+            let _ = source.probe_dtm50_plies(&pos);
+            let _ = source.probe_dtc(&pos);
+            // KPK positions may read KQK (promotions, when a dropped side
+            // is rebuilt from its children); KQK never reads KPK.
+            let material = tbserver::sources::chesstb::file_stem(pos.board());
+            if material == "KQK" && damaged == "KPK" {
+                assert!(matches!(wdl, Ok(Some(_))), "{fen}: {wdl:?} although only {damaged} is damaged");
+            }
+        }
+        let _ = source.tables();
+        drop(source);
+        std::fs::write(path, original).unwrap();
+    }
+}
+
+impl Drop for ChesstbDamage {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}

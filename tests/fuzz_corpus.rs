@@ -47,3 +47,10 @@ fn pipeline_corpus() {
     let pipeline = harness::Pipeline::new(&syzygy);
     replay("pipeline", |data| pipeline.run(data));
 }
+
+#[test]
+fn chesstb_corpus() {
+    let Some(chesstb) = common::chesstb_dir() else { return };
+    let damage = harness::ChesstbDamage::new(&chesstb);
+    replay("chesstb", |data| damage.run(data));
+}
