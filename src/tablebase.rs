@@ -104,6 +104,12 @@ impl Tablebases {
     pub fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
         let Some(first) = self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))? else { return Ok(None) };
         let MaybeRounded::Rounded(rounded) = first.value else { return Ok(Some(DtzFound { dtz: first, rounded_in: None })) };
+        if pos.is_checkmate() {
+            // Nothing to round: the rules fix it (−1 by Syzygy's convention,
+            // which the exact sources, storing a mate as 0, do not share).
+            let dtz = Sourced::new(MaybeRounded::Precise(rounded), first.source);
+            return Ok(Some(DtzFound { dtz, rounded_in: None }));
+        }
         Ok(Some(match self.exact_dtz(pos, first.source, rounded) {
             Some(exact) => DtzFound { dtz: exact, rounded_in: Some(first.source) },
             None => DtzFound { dtz: first, rounded_in: None },
@@ -154,7 +160,11 @@ impl Tablebases {
         if let Some((m, MaybeRounded::Rounded(rounded))) = best.value {
             let mut after = pos.clone();
             after.play_unchecked(m);
-            if let Some(exact) = self.exact_dtz(&after, best.source, rounded) {
+            // A mate stays as the library says it (lichess's mainline does
+            // too); the exact sources store it differently (see `dtz_found`).
+            if !after.is_checkmate()
+                && let Some(exact) = self.exact_dtz(&after, best.source, rounded)
+            {
                 best.value = Some((m, exact.value));
             }
         }
