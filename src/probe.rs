@@ -17,8 +17,11 @@ use crate::{
     tablebase::{DtzFound, Tablebases},
 };
 
-/// Which source gave each value (absent when the value is unknown).
+/// Which source gave each value (absent when the value is unknown). The
+/// example: a KRvK position at clock 95 with Syzygy and chesstb configured,
+/// where chesstb makes Syzygy's rounded DTZ exact.
 #[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"wdl50": "syzygy", "dtz50": "chesstb", "dtm": "chesstb", "dtm50": "chesstb", "dtc": "chesstb"}))]
 pub struct Sources {
     pub wdl50: Option<Source>,
     pub dtz50: Option<Source>,
