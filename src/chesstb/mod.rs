@@ -227,6 +227,7 @@ impl Chesstb {
         if !self.covers(pos) {
             return Ok(None);
         }
+        probe::new_probe();
         self.wdl(pos, 0)
     }
 
@@ -237,6 +238,7 @@ impl Chesstb {
         if !self.covers(pos) {
             return Ok(None);
         }
+        probe::new_probe();
         self.curve(pos)
     }
 
@@ -246,6 +248,7 @@ impl Chesstb {
         if !self.covers(pos) {
             return Ok(None);
         }
+        probe::new_probe();
         self.values(pos, clock, 0)
     }
 
@@ -254,6 +257,7 @@ impl Chesstb {
         if !self.covers(pos) {
             return Ok(None);
         }
+        probe::new_probe();
         self.values_with(pos, Some(clock), true, 0)
     }
 }

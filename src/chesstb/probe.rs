@@ -227,6 +227,32 @@ pub struct Values {
 
 const MAX_DEPTH: u32 = 16;
 
+/// Rebuilds by search that one probe may start. A valid file needs a few
+/// (a dropped side's children are stored); a damaged one whose frames all
+/// read as dropped or loss-only would recurse to `MAX_DEPTH` with ~30
+/// children a level, which never ends in practice (the fuzzer found such a
+/// file). Past the budget a rebuild answers "unknown", as at `MAX_DEPTH`.
+const REBUILD_BUDGET: u32 = 20_000;
+
+thread_local! {
+    static REBUILDS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Starts a probe's rebuild budget afresh (at each public entry point).
+pub(super) fn new_probe() {
+    REBUILDS.with(|n| n.set(0));
+}
+
+/// Whether a rebuild at `depth` may go on; counts it against the budget.
+fn may_rebuild(depth: u32) -> bool {
+    depth < MAX_DEPTH
+        && REBUILDS.with(|n| {
+            let used = n.get();
+            n.set(used.saturating_add(1));
+            used < REBUILD_BUDGET
+        })
+}
+
 /// A position seen from its table: material, placement in the table's
 /// colours, and the side to move there (0 = the side named first).
 pub(super) struct Canon {
@@ -390,7 +416,7 @@ impl Chesstb {
     }
 
     fn rebuild_wdl(&self, pos: &Chess, depth: u32) -> R<Option<Class>> {
-        if depth >= MAX_DEPTH {
+        if !may_rebuild(depth) {
             return Ok(None);
         }
         let mut best: Option<Class> = None;
@@ -643,7 +669,7 @@ impl Chesstb {
     /// search, DTZ beside it.
     fn rebuild_flat(&self, pos: &Chess, wdl: Class, depth: u32) -> R<PackAnswer> {
         let unknown = PackAnswer { mate: None, dtz: None };
-        if depth >= MAX_DEPTH {
+        if !may_rebuild(depth) {
             return Ok(unknown);
         }
         let pinned = wdl.fold_dtm();
@@ -708,7 +734,7 @@ impl Chesstb {
     /// A clock layer of a frame the file leaves out: each child at the clock
     /// after the move.
     fn rebuild_layer(&self, pos: &Chess, wdl: Class, clock: u32, depth: u32) -> R<Option<Mate>> {
-        if depth >= MAX_DEPTH {
+        if !may_rebuild(depth) {
             return Ok(None);
         }
         let mut best: Option<(Class, u16)> = None;
@@ -775,7 +801,7 @@ impl Chesstb {
                 }))
             }
             Located::Rebuild => {
-                if depth >= MAX_DEPTH {
+                if !may_rebuild(depth) {
                     return Ok(None);
                 }
                 let pinned = wdl.fold_dtm();
@@ -842,7 +868,7 @@ impl Chesstb {
                 }))
             }
             Located::Rebuild => {
-                if depth >= MAX_DEPTH {
+                if !may_rebuild(depth) {
                     return Ok(None);
                 }
                 let mut dtz = DtzMinimax::default();
@@ -944,7 +970,7 @@ impl Chesstb {
                 let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;
                 Ok(Some(dtc_from_record(record.as_ref(), wdl, clock)))
             }
-            Located::Rebuild if depth >= MAX_DEPTH => Ok(None),
+            Located::Rebuild if !may_rebuild(depth) => Ok(None),
             Located::Rebuild if wdl == Class::Win => self.rebuild_dtc_win(pos, clock, depth),
             Located::Rebuild => self.rebuild_dtc_loss(pos, clock, depth),
         }
