@@ -97,6 +97,9 @@ struct TableArgs {
     /// Directory with chesstb tables, holding wdl/ dtz/ dtc/ dtm/ dtm50/ (repeatable) [env: TBSERVER_CHESSTB, `:`-separated]
     #[arg(long = "chesstb", value_name = "DIR")]
     chesstb: Vec<PathBuf>,
+    /// Directory for the built-in tables tbserver generates [env: TBSERVER_BUILTIN_DIR; default: the config's builtin.dir]
+    #[arg(long = "builtin-dir", value_name = "DIR")]
+    builtin_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Clone, Default)]
@@ -127,6 +130,9 @@ fn load_config(args: &TableArgs) -> Result<Config, String> {
     }
     if !args.chesstb.is_empty() {
         config.chesstb = args.chesstb.clone();
+    }
+    if let Some(dir) = &args.builtin_dir {
+        config.builtin.dir = dir.clone();
     }
     Ok(config)
 }
