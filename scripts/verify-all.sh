@@ -2,7 +2,8 @@
 # The exhaustive tier: the same checks as the quick tier of
 # `cargo test --release`, on whole populations instead of samples:
 #  - every legal position of every built-in table (3 and 4 pieces, both sides
-#    to move) against Syzygy (WDL50, DTZ50''), Gaviota (DTM, 3 pieces), its
+#    to move) against Syzygy (WDL50; DTZ50'' on the side each .rtbz stores),
+#    Gaviota (DTM, 3 pieces), its
 #    own successors (DTZ, DTM, and DTM50 at every half-move clock) and, where
 #    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
@@ -10,7 +11,7 @@
 # Each check prints what it compared; the script prints its time. Needs
 # ../shared (or TBSERVER_SHARED_DIR), like the tests.
 #
-#   scripts/verify-all.sh            # about 25-30 min on 2 cores
+#   scripts/verify-all.sh            # about 15 min on 2 cores
 #   TBSERVER_BUILTIN_TEST_ONLY=KQvKR,KPvKP scripts/verify-all.sh   # some tables
 set -euo pipefail
 cd "$(dirname "$0")/.."
