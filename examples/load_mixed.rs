@@ -263,9 +263,18 @@ async fn main() {
     }
     // The target of issue 8; P99_LIMIT_MS overrides it on shared machines.
     let p99_limit_ms: f64 = std::env::var("P99_LIMIT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(50.0);
-    let ok = s.unexpected.is_empty() && p99 < p99_limit_ms;
-    println!("RESULT {}", if ok { "PASS" } else { "FAIL" });
-    if !ok {
-        std::process::exit(1);
+    // Exit 1: a wrong answer or a lost connection. Exit 2: answers all
+    // right, only the p99 over the limit (on a shared machine, possibly
+    // someone else's load; a caller may try again).
+    let code = if !s.unexpected.is_empty() {
+        1
+    } else if p99 >= p99_limit_ms {
+        2
+    } else {
+        0
+    };
+    println!("RESULT {}", ["PASS", "FAIL", "FAIL (p99 only)"][code as usize]);
+    if code != 0 {
+        std::process::exit(code);
     }
 }
