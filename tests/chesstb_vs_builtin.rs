@@ -124,7 +124,9 @@ fn check_dtc(pos: &Chess, fen: &str, clock: u32, dtc: Conversion, dtz: i32, dtm5
         Class::Loss => -(dtc.plies as i32),
         _ => 0,
     };
-    let decisive = dtz != 0 && dtz.unsigned_abs() + clock <= 100;
+    // A mated side is lost in 0 plies, which reads as a signed 0 (only the
+    // exhaustive run meets mates: the sample skips finished games).
+    let decisive = pos.is_checkmate() || (dtz != 0 && dtz.unsigned_abs() + clock <= 100);
     let material = tbserver::material::normalized(pos.board());
     if decisive != (dtc.class != Class::Draw) || (decisive && signed.signum() != dtz.signum()) {
         counts.disagree(format!("{fen} clock {clock}: DTC {dtc:?}, built-in DTZ {dtz}"));
