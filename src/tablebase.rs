@@ -104,12 +104,6 @@ impl Tablebases {
     pub fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
         let Some(first) = self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))? else { return Ok(None) };
         let MaybeRounded::Rounded(rounded) = first.value else { return Ok(Some(DtzFound { dtz: first, rounded_in: None })) };
-        if pos.is_checkmate() {
-            // Nothing to round: the rules fix it (−1 by Syzygy's convention,
-            // which the exact sources, storing a mate as 0, do not share).
-            let dtz = Sourced::new(MaybeRounded::Precise(rounded), first.source);
-            return Ok(Some(DtzFound { dtz, rounded_in: None }));
-        }
         Ok(Some(match self.exact_dtz(pos, first.source, rounded) {
             Some(exact) => DtzFound { dtz: exact, rounded_in: Some(first.source) },
             None => DtzFound { dtz: first, rounded_in: None },
@@ -121,6 +115,11 @@ impl Tablebases {
     /// from zero). A source that is broken, still generating or disagrees is
     /// passed over: the rounded value stands.
     fn exact_dtz(&self, pos: &Chess, rounded_by: Source, Dtz(rounded): Dtz) -> Option<Sourced<MaybeRounded<Dtz>>> {
+        if pos.is_checkmate() {
+            // Nothing to make exact, and the exact sources store a mate as 0
+            // where Syzygy says −1: the library's value stands (lichess's too).
+            return None;
+        }
         for source in self.sources.iter().filter(|s| s.source() != rounded_by) {
             let Ok(Some(MaybeRounded::Precise(Dtz(exact)))) = source.probe_dtz(pos) else { continue };
             if exact == rounded || exact == rounded + rounded.signum() {
@@ -160,11 +159,7 @@ impl Tablebases {
         if let Some((m, MaybeRounded::Rounded(rounded))) = best.value {
             let mut after = pos.clone();
             after.play_unchecked(m);
-            // A mate stays as the library says it (lichess's mainline does
-            // too); the exact sources store it differently (see `dtz_found`).
-            if !after.is_checkmate()
-                && let Some(exact) = self.exact_dtz(&after, best.source, rounded)
-            {
+            if let Some(exact) = self.exact_dtz(&after, best.source, rounded) {
                 best.value = Some((m, exact.value));
             }
         }
