@@ -40,6 +40,9 @@ fn positions() -> Vec<Chess> {
 fn bench(c: &mut Criterion) {
     let tables = shared().join("tables");
     let tb = Chesstb::open(&[tables.join("chesstb")], 512 << 20);
+    // The same tables with no rebuilt answers kept: every probe of a side
+    // to move the files leave out searches its children again.
+    let searching = Chesstb::open_with_caches(&[tables.join("chesstb")], 448 << 20, 0);
     let store = Store::new(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"), true);
     tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("built-in tables");
     // SAFETY: the shared table files are read-only for the benchmark's lifetime.
@@ -48,6 +51,7 @@ fn bench(c: &mut Criterion) {
     let positions = positions();
     for pos in &positions {
         tb.probe(pos, Some(pos.halfmoves())).unwrap().expect("covered");
+        searching.probe(pos, Some(pos.halfmoves())).unwrap().expect("covered");
         store.probe_dtm50(pos, pos.halfmoves()).unwrap().expect("covered");
         syzygy.probe_wdl_after_zeroing(pos).unwrap();
     }
@@ -59,6 +63,13 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             for pos in &positions {
                 std::hint::black_box(tb.probe(pos, Some(pos.halfmoves())).unwrap());
+            }
+        })
+    });
+    group.bench_function(BenchmarkId::new("chesstb_dtm50_at_clock_no_rebuilt_cache", n), |b| {
+        b.iter(|| {
+            for pos in &positions {
+                std::hint::black_box(searching.probe(pos, Some(pos.halfmoves())).unwrap());
             }
         })
     });

@@ -27,7 +27,8 @@ pub struct Config {
     /// Directories with chesstb tables: each holds `wdl/ dtz/ dtc/ dtm/
     /// dtm50/` as chesstb publishes them (or the files themselves).
     pub chesstb: Vec<PathBuf>,
-    /// Decoded chesstb blocks kept in memory, shared by all its tables, in MiB.
+    /// Memory for chesstb caches, shared by all its tables, in MiB: seven
+    /// eighths for decoded blocks, one eighth for answers rebuilt by search.
     pub chesstb_cache_mib: u64,
     pub builtin: BuiltinConfig,
     pub limits: Limits,

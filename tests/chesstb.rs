@@ -249,3 +249,51 @@ fn dtc_in_the_answers() {
     );
     assert!(compared >= 1800 && pushes > 100 && lichess_filled > 500, "{compared} {pushes} {lichess_filled}");
 }
+
+/// Answers rebuilt for a side to move the files leave out are kept and read
+/// back: four threads probe the same positions at once (concurrent first
+/// use), then again (read back), and every answer equals a fresh search by
+/// an instance that keeps none.
+#[test]
+fn rebuilt_answers_read_back_equal_a_fresh_search() {
+    let Some(dir) = chesstb_dir() else { return };
+    let reference = dir.join("../../reference/chesstb-positions.jsonl");
+    let kept = Chesstb::open(std::slice::from_ref(&dir), 64 << 20);
+    let searching = Chesstb::open_with_caches(&[dir], 56 << 20, 0);
+    let text = std::fs::read_to_string(&reference).expect("reference file");
+    let dropped: Vec<Chess> = text
+        .lines()
+        .map(|l| {
+            let r: serde_json::Value = serde_json::from_str(l).unwrap();
+            let fen = r["fen"].as_str().unwrap().parse::<Fen>().unwrap();
+            fen.into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap()
+        })
+        .filter(|p: &Chess| kept.stores_side_to_move(p).unwrap() == Some(false))
+        .collect();
+    let key = |tb: &Chesstb, p: &Chess| {
+        let v = tb.probe(p, Some(p.halfmoves())).unwrap().expect("covered");
+        (v.wdl, v.dtz_plies, v.dtm_plies, v.dtm50)
+    };
+    let expected: Vec<_> = dropped.iter().map(|p| key(&searching, p)).collect();
+    let mismatches = std::sync::atomic::AtomicUsize::new(0);
+    for round in ["first use", "read back"] {
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for (p, want) in dropped.iter().zip(&expected) {
+                        if key(&kept, p) != *want {
+                            mismatches.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        }
+                    }
+                });
+            }
+        });
+        println!("rebuilt answers, {round}: {} positions x 4 threads", dropped.len());
+    }
+    let stats = kept.rebuilt_stats();
+    let (hits, misses) = (stats.hits.load(std::sync::atomic::Ordering::Relaxed), stats.misses.load(std::sync::atomic::Ordering::Relaxed));
+    println!("rebuilt answers: {hits} hits, {misses} misses; {} mismatches", mismatches.load(std::sync::atomic::Ordering::Relaxed));
+    assert!(dropped.len() > 500, "the reference file has {} positions of a dropped side", dropped.len());
+    assert_eq!(mismatches.into_inner(), 0);
+    assert!(hits > misses, "the second round reads every answer back");
+}

@@ -81,9 +81,9 @@ mod file;
 mod index;
 mod material;
 mod probe;
+mod rebuilt;
 
 use std::{
-    collections::HashMap,
     path::{Path, PathBuf},
     sync::{
         Arc, OnceLock,
@@ -91,12 +91,14 @@ use std::{
     },
 };
 
+use rustc_hash::FxHashMap;
 use shakmaty::{Chess, Position};
 
 pub use cache::CacheStats;
 pub use file::Kind;
 pub use material::TableMaterial;
 pub use probe::{Class, Conversion, Mate, Values};
+pub use rebuilt::RebuiltStats;
 
 /// A chesstb table that exists but could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -124,18 +126,29 @@ pub struct FileInfo {
 
 /// All chesstb tables found in some directories, opened on first use.
 pub struct Chesstb {
-    slots: HashMap<(TableMaterial, Kind), Slot>,
+    /// Looked up several times per probe: a fast hash, not SipHash.
+    slots: FxHashMap<(TableMaterial, Kind), Slot>,
     cache: cache::BlockCache,
+    rebuilt: rebuilt::RebuiltCache<probe::Rebuilt>,
     next_id: AtomicU32,
     max_pieces: usize,
 }
 
 impl Chesstb {
     /// Indexes `dirs` (each either holding `wdl/ dtz/ dtc/ dtm/ dtm50/` or
-    /// the files themselves; the first file found for a name wins) with a
-    /// decoded-block cache of `cache_bytes`.
+    /// the files themselves; the first file found for a name wins) with
+    /// caches of `cache_bytes` in all: seven eighths for decoded blocks, one
+    /// eighth for answers rebuilt by search (a dropped side to move).
     pub fn open(dirs: &[PathBuf], cache_bytes: u64) -> Chesstb {
-        let mut slots = HashMap::new();
+        let rebuilt_bytes = cache_bytes / 8;
+        Self::open_with_caches(dirs, cache_bytes - rebuilt_bytes, rebuilt_bytes)
+    }
+
+    /// As [`Chesstb::open`] with each cache's size given: `block_bytes` for
+    /// decoded blocks, `rebuilt_bytes` for rebuilt answers (0: none kept,
+    /// every probe of a dropped side searches; for comparisons).
+    pub fn open_with_caches(dirs: &[PathBuf], block_bytes: u64, rebuilt_bytes: u64) -> Chesstb {
+        let mut slots = FxHashMap::default();
         for dir in dirs {
             let mut candidates = vec![dir.clone()];
             candidates.extend(["wdl", "dtz", "dtc", "dtm", "dtm50"].iter().map(|s| dir.join(s)));
@@ -151,7 +164,11 @@ impl Chesstb {
             }
         }
         let max_pieces = slots.keys().map(|(m, _)| m.pieces()).max().unwrap_or(0);
-        Chesstb { slots, cache: cache::BlockCache::new(cache_bytes), next_id: AtomicU32::new(0), max_pieces }
+        Chesstb {
+            slots,
+            cache: cache::BlockCache::new(block_bytes),
+            rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
+            next_id: AtomicU32::new(0), max_pieces }
     }
 
     fn classify(path: &Path) -> Option<(TableMaterial, Kind)> {
@@ -166,6 +183,10 @@ impl Chesstb {
 
     pub fn cache_stats(&self) -> &CacheStats {
         &self.cache.stats
+    }
+
+    pub fn rebuilt_stats(&self) -> &RebuiltStats {
+        &self.rebuilt.stats
     }
 
     pub fn cache_bytes(&self) -> u64 {
@@ -220,6 +241,16 @@ impl Chesstb {
     pub fn covers(&self, pos: &Chess) -> bool {
         let (m, _) = TableMaterial::of_board(pos.board()).canonical();
         self.slots.contains_key(&(m, Kind::Wdl))
+    }
+
+    /// Whether the files store `pos`'s side to move (WDL and DTM50 pack),
+    /// rather than leave it to be rebuilt by a one-ply search at probe time
+    /// (chesstb's `shrink`). `None` if no table covers the position.
+    pub fn stores_side_to_move(&self, pos: &Chess) -> Result<Option<bool>, ProbeError> {
+        if !self.covers(pos) {
+            return Ok(None);
+        }
+        self.stored(pos)
     }
 
     /// WDL at clock 0 (en passant included); `None` if no table covers it.

@@ -9,6 +9,7 @@ use super::{
     file::{Kind, TableFile},
     index::Placement,
     material::{TableMaterial, role_index},
+    rebuilt::What,
 };
 
 /// chesstb's five classes, ordered from the side to move's worst to best.
@@ -179,6 +180,59 @@ struct PackAnswer {
     dtz: Option<u16>,
 }
 
+/// A rebuilt answer as [`Chesstb`] keeps it; which variant goes with which
+/// [`What`] is [`Memo`]'s business.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Rebuilt {
+    Class(Class),
+    Mate(Mate),
+    Flat(Mate, u16),
+    Plies(u16),
+}
+
+/// A rebuilt answer as the rebuilt-answer cache keeps it: `keep` is `None`
+/// for an incomplete answer, which is never kept.
+trait Memo: Sized {
+    fn keep(&self) -> Option<Rebuilt>;
+    fn recall(r: Rebuilt) -> Option<Self>;
+}
+
+impl Memo for Option<Class> {
+    fn keep(&self) -> Option<Rebuilt> {
+        self.map(Rebuilt::Class)
+    }
+    fn recall(r: Rebuilt) -> Option<Self> {
+        if let Rebuilt::Class(c) = r { Some(Some(c)) } else { None }
+    }
+}
+
+impl Memo for Option<Mate> {
+    fn keep(&self) -> Option<Rebuilt> {
+        self.map(Rebuilt::Mate)
+    }
+    fn recall(r: Rebuilt) -> Option<Self> {
+        if let Rebuilt::Mate(m) = r { Some(Some(m)) } else { None }
+    }
+}
+
+impl Memo for Option<u16> {
+    fn keep(&self) -> Option<Rebuilt> {
+        self.map(Rebuilt::Plies)
+    }
+    fn recall(r: Rebuilt) -> Option<Self> {
+        if let Rebuilt::Plies(p) = r { Some(Some(p)) } else { None }
+    }
+}
+
+impl Memo for PackAnswer {
+    fn keep(&self) -> Option<Rebuilt> {
+        Some(Rebuilt::Flat(self.mate?, self.dtz?))
+    }
+    fn recall(r: Rebuilt) -> Option<Self> {
+        if let Rebuilt::Flat(m, d) = r { Some(PackAnswer { mate: Some(m), dtz: Some(d) }) } else { None }
+    }
+}
+
 /// chesstb's DTC at one half-move clock (README section "DTC"): on the
 /// line that owes the fewest pawn pushes before a conversion (capture or
 /// promotion) and still fits the clock, `order` pushes the winning side
@@ -316,6 +370,19 @@ impl Chesstb {
         ProbeError { table: file.name.clone(), reason }
     }
 
+    /// A rebuilt answer from the cache, or `search`ed and kept when it is
+    /// complete. A hit spends no rebuild budget.
+    fn remembered<T: Memo>(&self, pos: &Chess, what: What, search: impl FnOnce() -> R<T>) -> R<T> {
+        if let Some(v) = self.rebuilt.get(pos, what).and_then(T::recall) {
+            return Ok(v);
+        }
+        let v = search()?;
+        if let Some(r) = v.keep() {
+            self.rebuilt.insert(pos, what, r);
+        }
+        Ok(v)
+    }
+
     /// Where the frame of the side to move holds `c`, given its class
     /// (`None`: WDL itself, which is never loss-only).
     fn locate(&self, file: &TableFile, c: &Canon, class: Option<Class>) -> R<Located> {
@@ -343,6 +410,19 @@ impl Chesstb {
             return Ok(Located::Rebuild);
         }
         Ok(Located::Direct { side: kept, idx: index(kept, &mirrored(&c.placement))? })
+    }
+
+    /// Whether the files store the frame of `pos`'s side to move (itself or,
+    /// for a symmetric material, mirrored) in WDL and, where there is one,
+    /// in the DTM50 pack; `false` where a probe rebuilds it by search.
+    pub(super) fn stored(&self, pos: &Chess) -> R<Option<bool>> {
+        let c = canon(pos);
+        let Some(wdl) = self.file(&c.material, Kind::Wdl)? else { return Ok(None) };
+        let mut stored = matches!(self.locate(&wdl, &c, None)?, Located::Direct { .. });
+        if let Some(pack) = self.file(&c.material, Kind::Dtm50)? {
+            stored &= matches!(self.locate(&pack, &c, None)?, Located::Direct { .. });
+        }
+        Ok(Some(stored))
     }
 
     /// WDL at clock 0 including en-passant captures; `None` without a table.
@@ -416,6 +496,10 @@ impl Chesstb {
     }
 
     fn rebuild_wdl(&self, pos: &Chess, depth: u32) -> R<Option<Class>> {
+        self.remembered(pos, What::Wdl, || self.search_wdl(pos, depth))
+    }
+
+    fn search_wdl(&self, pos: &Chess, depth: u32) -> R<Option<Class>> {
         if !may_rebuild(depth) {
             return Ok(None);
         }
@@ -668,6 +752,10 @@ impl Chesstb {
     /// Layer 0 of a frame the file leaves out: plain DTM by a one-ply
     /// search, DTZ beside it.
     fn rebuild_flat(&self, pos: &Chess, wdl: Class, depth: u32) -> R<PackAnswer> {
+        self.remembered(pos, What::Flat, || self.search_flat(pos, wdl, depth))
+    }
+
+    fn search_flat(&self, pos: &Chess, wdl: Class, depth: u32) -> R<PackAnswer> {
         let unknown = PackAnswer { mate: None, dtz: None };
         if !may_rebuild(depth) {
             return Ok(unknown);
@@ -734,6 +822,10 @@ impl Chesstb {
     /// A clock layer of a frame the file leaves out: each child at the clock
     /// after the move.
     fn rebuild_layer(&self, pos: &Chess, wdl: Class, clock: u32, depth: u32) -> R<Option<Mate>> {
+        self.remembered(pos, What::Layer(clock as u8), || self.search_layer(pos, wdl, clock, depth))
+    }
+
+    fn search_layer(&self, pos: &Chess, wdl: Class, clock: u32, depth: u32) -> R<Option<Mate>> {
         if !may_rebuild(depth) {
             return Ok(None);
         }
@@ -800,7 +892,7 @@ impl Chesstb {
                     _ => 0,
                 }))
             }
-            Located::Rebuild => {
+            Located::Rebuild => self.remembered(pos, What::Dtm, || {
                 if !may_rebuild(depth) {
                     return Ok(None);
                 }
@@ -849,7 +941,7 @@ impl Chesstb {
                     return Ok(Some(0));
                 }
                 Ok(best.filter(|b| !skipped.unpins(b.0)).map(|(c, p)| if c.decisive() { p } else { 0 }))
-            }
+            }),
         }
     }
 
@@ -867,7 +959,7 @@ impl Chesstb {
                     (Some(s), _) => s,
                 }))
             }
-            Located::Rebuild => {
+            Located::Rebuild => self.remembered(pos, What::Dtz, || {
                 if !may_rebuild(depth) {
                     return Ok(None);
                 }
@@ -892,7 +984,7 @@ impl Chesstb {
                     }
                 }
                 Ok(dtz.finish(any))
-            }
+            }),
         }
     }
 

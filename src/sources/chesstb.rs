@@ -118,11 +118,14 @@ impl TableSource for ChesstbSource {
 
     fn block_cache(&self) -> Option<BlockCacheCounts> {
         let s = self.tb.cache_stats();
+        let r = self.tb.rebuilt_stats();
         Some(BlockCacheCounts {
             hits: s.hits.load(Ordering::Relaxed),
             misses: s.misses.load(Ordering::Relaxed),
             evictions: s.evictions.load(Ordering::Relaxed),
             bytes: self.tb.cache_bytes(),
+            rebuilt_hits: r.hits.load(Ordering::Relaxed),
+            rebuilt_misses: r.misses.load(Ordering::Relaxed),
         })
     }
 

@@ -145,6 +145,10 @@ pub struct BlockCacheCounts {
     /// Blocks dropped to stay within the size limit.
     pub evictions: u64,
     pub bytes: u64,
+    /// Answers rebuilt by search found in / missing from the source's cache
+    /// of them (chesstb's dropped sides to move); 0 where there is none.
+    pub rebuilt_hits: u64,
+    pub rebuilt_misses: u64,
 }
 
 /// The entries of a table directory, sorted. A missing or unreadable

@@ -206,10 +206,12 @@ impl Collector for TablesCollector {
         let caches: Vec<(Source, crate::sources::BlockCacheCounts)> =
             tablebases.source_handles().filter_map(|s| s.block_cache().map(|c| (s.source(), c))).collect();
         type Counter = (&'static str, &'static str, fn(&crate::sources::BlockCacheCounts) -> u64);
-        let counters: [Counter; 3] = [
+        let counters: [Counter; 5] = [
             ("block_cache_hits", "Table blocks found decoded in the source's block cache", |c| c.hits),
             ("block_cache_misses", "Table blocks that had to be decoded", |c| c.misses),
             ("block_cache_evictions", "Decoded blocks dropped to keep the block cache within its size", |c| c.evictions),
+            ("rebuilt_cache_hits", "Answers for a side to move the files leave out, found already rebuilt", |c| c.rebuilt_hits),
+            ("rebuilt_cache_misses", "Answers for a side to move the files leave out, rebuilt by a one-ply search", |c| c.rebuilt_misses),
         ];
         for (name, help, get) in counters {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
