@@ -6,6 +6,11 @@
 #    Gaviota (DTM, 3 pieces), its
 #    own successors (DTZ, DTM, and DTM50 at every half-move clock) and, where
 #    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs);
+#  - chesstb's tables (shipping format) against the built-in tables: WDL,
+#    DTZ, DTM and DTM50 at every clock 0-99 on every position of every
+#    3-4-piece material whose side to move the files store, 1 in 8 of the
+#    side they leave out to be rebuilt by search, with DTC on that 1 in 8
+#    (tests/chesstb_vs_builtin.rs);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
 #    150 short mates proven exactly (tests/dtm50.rs).
 # Each check prints what it compared; the script prints its time. Needs
@@ -18,5 +23,6 @@ cd "$(dirname "$0")/.."
 export TBSERVER_EXHAUSTIVE=1
 start=$SECONDS
 cargo test --release --test builtin_vs_tables
+cargo test --release --test chesstb_vs_builtin
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
 echo "exhaustive tier: passed in $((SECONDS - start)) s"

@@ -229,7 +229,9 @@ macro_rules! report {
 /// `scripts/verify-all.sh` sets) checks every member of it. Same code,
 /// same assertions, only the population differs.
 pub fn exhaustive() -> bool {
-    std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1")
+    // Read once: checks ask per position, and getenv takes a global lock.
+    static EXHAUSTIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *EXHAUSTIVE.get_or_init(|| std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1"))
 }
 
 /// The seed of this test binary's random samples: `TBSERVER_TEST_SEED`
