@@ -1,7 +1,9 @@
 //! Two independent generators: chesstb's tables (shipping format, read by
 //! `tbserver::chesstb`) against tbserver's built-in tables — WDL, DTM and
 //! DTM50 at every clock 0–99. A random sample of every material by default;
-//! every legal position with `TBSERVER_EXHAUSTIVE=1`.
+//! with `TBSERVER_EXHAUSTIVE=1`, every legal position of the side to move
+//! the files store and 1 in [`DROPPED_SIDE_SAMPLE`] of the side they leave
+//! out (see there why).
 //!
 //! Run in release mode: `cargo test --release --test chesstb_vs_builtin`.
 
