@@ -27,7 +27,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
-    dtm50::{LAST_MOVE_CLOCK, Segment},
+    dtm50::{self, LAST_MOVE_CLOCK, Segment},
     index::{Layout, Pos},
     value,
 };
@@ -456,20 +456,17 @@ fn every_value_is_consistent_with_its_successors() {
             }
             breakpoints.sort_unstable();
             breakpoints.dedup();
-            let at = |segs: &[Segment], clock: u32| {
-                segs.iter().find(|g| clock <= g.max_clock as u32).map_or(value::DRAW, |g| g.value)
-            };
             for &c in &breakpoints {
                 let c = c as u32;
                 let mut expect = fixed;
                 for r in &quiet {
-                    expect = value::better(expect, value::back_one_ply(at(&segs[r.clone()], c + 1)));
+                    expect = value::better(expect, value::back_one_ply(dtm50::value_at(&segs[r.clone()], c + 1)));
                 }
                 if ez == value::loss(0) || ez == value::DRAW && em == value::DRAW && quiet.is_empty() && fixed == value::UNKNOWN {
                     // Mated or stalemated: the rules decide at every clock.
                     expect = ez;
                 }
-                let stored = at(&segs[..own_len], c);
+                let stored = dtm50::value_at(&segs[..own_len], c);
                 if stored != expect {
                     bad.fetch_add(1, Ordering::Relaxed);
                     failures.add(format!(
@@ -507,7 +504,7 @@ fn every_value_is_consistent_with_its_successors() {
 /// WDL50 verdict (cursed wins and blessed losses are drawn there).
 fn dtm50_agrees_with_dtm_and_wdl(own: &[Segment], dtz: u16, dtm: u16) -> Result<(), String> {
     use shakmaty_syzygy::Wdl;
-    let at = |clock: u32| own.iter().find(|g| clock <= g.max_clock as u32).map_or(value::DRAW, |g| g.value);
+    let at = |clock: u32| dtm50::value_at(own, clock);
     for w in own.windows(2) {
         if w[0].max_clock >= w[1].max_clock || value::plies(w[0].value) >= value::plies(w[1].value) {
             return Err(format!("segments not increasing: {own:?}"));

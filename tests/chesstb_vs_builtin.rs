@@ -21,7 +21,7 @@ use std::{
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
 use tbserver::{
-    builtin::{Store, all_materials, value},
+    builtin::{Store, all_materials, dtm50, value},
     chesstb::{Chesstb, Class, Conversion},
 };
 
@@ -80,9 +80,7 @@ fn builtin_curve(store: &Store, pos: &Chess) -> Vec<i32> {
     }
     let mut segments = Vec::new();
     store.probe_function(pos, &mut segments).expect("built-in").expect("covered");
-    (0..100u8)
-        .map(|clock| segments.iter().find(|s| clock <= s.max_clock).map_or(0, |s| value::signed_plies(s.value)))
-        .collect()
+    (0..100).map(|clock| value::signed_plies(dtm50::value_at(&segments, clock))).collect()
 }
 
 fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {

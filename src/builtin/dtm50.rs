@@ -36,6 +36,13 @@ pub struct Segment {
     pub max_clock: u8,
 }
 
+/// DTM50 at `clock` of a position whose segments (in clock order, as
+/// [`super::Store::probe_function`] gives them) are `segments`: the value of
+/// the first one reaching that clock, a draw past the last.
+pub fn value_at(segments: &[Segment], clock: u32) -> u16 {
+    segments.iter().find(|g| clock <= g.max_clock as u32).map_or(DRAW, |g| g.value)
+}
+
 /// Marks an inline entry whose position has more segments in the overflow.
 const MORE: u32 = 1 << 31;
 
