@@ -168,7 +168,9 @@ impl Chesstb {
             slots,
             cache: cache::BlockCache::new(block_bytes),
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
-            next_id: AtomicU32::new(0), max_pieces }
+            next_id: AtomicU32::new(0),
+            max_pieces,
+        }
     }
 
     fn classify(path: &Path) -> Option<(TableMaterial, Kind)> {
@@ -247,9 +249,6 @@ impl Chesstb {
     /// rather than leave it to be rebuilt by a one-ply search at probe time
     /// (chesstb's `shrink`). `None` if no table covers the position.
     pub fn stores_side_to_move(&self, pos: &Chess) -> Result<Option<bool>, ProbeError> {
-        if !self.covers(pos) {
-            return Ok(None);
-        }
         self.stored(pos)
     }
 
