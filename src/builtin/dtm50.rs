@@ -224,17 +224,22 @@ pub struct Scratch {
 }
 
 /// What a [`Scratch`] word holds, by bits: 0–7 the largest clock at which
-/// the position is won (for a DTM win) or lost (for a DTM loss) within the
-/// current distance, as an `i8`; 8–15 its non-zeroing moves not yet known to
-/// reach a position won at some clock; 16–29 the distance at which it was
-/// last queued (deduplication); 30–31 its DTM class ([`WON`], [`LOST`] or
-/// neither, which is also what positions outside the layer read).
+/// the position is won (if it is won at all, without the 50-move rule) or
+/// lost (if it is lost) within the current distance, as an `i8`; 8–15 its
+/// non-zeroing moves not yet known to reach a position won at some clock;
+/// 16–29 when it was last queued (deduplication); 30 [`IN_PLAY`].
+///
+/// The word does not need to know whether a position is won or lost: only
+/// a won position can have a move to a lost one, and only a lost one can
+/// have all its moves reach won ones (or a loss as its best zeroing move,
+/// with all others won). So the analysis can run beside the one that finds
+/// out who wins, rather than after it.
 #[derive(Clone, Copy)]
 struct State(u32);
 
-const WON: u32 = 1 << 30;
-const LOST: u32 = 2 << 30;
-const CLASS: u32 = 3 << 30;
+/// A legal position of the layer that has moves or is mated. Illegal
+/// indexes and stalemates never have it, so un-moves ignore them.
+const IN_PLAY: u32 = 1 << 30;
 const STAMP_BITS: u32 = 14;
 
 impl State {
@@ -264,12 +269,8 @@ impl State {
         self.0 = self.0 & !(((1 << STAMP_BITS) - 1) << 16) | stamp << 16;
     }
     #[inline]
-    fn won(self) -> bool {
-        self.0 & CLASS == WON
-    }
-    #[inline]
-    fn lost(self) -> bool {
-        self.0 & CLASS == LOST
+    fn in_play(self) -> bool {
+        self.0 & IN_PLAY != 0
     }
 }
 
@@ -279,8 +280,8 @@ impl Scratch {
     }
 }
 
-/// Solves one layer. `dtm` is already solved and tells which side each
-/// position can at best hope for; `exit` holds each position's best zeroing
+/// Solves one layer. `terminal` holds the value of each member without
+/// moves (mated or stalemated); `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics.
 pub fn solve_layer(
@@ -288,7 +289,7 @@ pub fn solve_layer(
     members: &[u32],
     counter: &[u8],
     exit: &[u16],
-    dtm: &[u16],
+    terminal: &[u16],
     scratch: &mut Scratch,
     out: &mut Builder,
 ) {
@@ -307,24 +308,23 @@ pub fn solve_layer(
     let mut won: Vec<(u32, i8)> = Vec::new();
     for &idx in members {
         let i = idx as usize;
-        let (d, e) = (dtm[i], exit[i]);
-        let class = if value::is_win(d) { WON } else if value::is_loss(d) { LOST } else { 0 };
-        let mut st = State(class | (counter[i] as u32) << 8);
+        let (t, e) = (terminal[i], exit[i]);
+        let mut st = State(if t == DRAW { 0 } else { IN_PLAY } | (counter[i] as u32) << 8);
         st.set_thr(NONE_YET);
-        if d == value::loss(0) {
+        if t == value::loss(0) {
             st.set_thr(MATED);
-            out.record(idx, d, MATED);
+            out.record(idx, t, MATED);
             lost.push((idx, MATED));
-        } else if value::is_win(d) && value::is_win(e) {
+        } else if value::is_win(e) {
             at(&mut win_exits, value::plies(e) as usize, idx);
-        } else if value::is_loss(d) && value::is_loss(e) {
+        } else if value::is_loss(e) {
             at(&mut loss_exits, value::plies(e) as usize, idx);
         }
         state[i] = st;
     }
 
-    // Largest clock at which `p` (a DTM loss whose non-zeroing moves all
-    // reach positions won at some clock ≥ 1) is lost within `n` plies.
+    // Largest clock at which `p` (whose non-zeroing moves all reach
+    // positions won at some clock ≥ 1) is lost within `n` plies.
     let lost_until = |p: u32, n: usize, state: &[State]| -> i8 {
         let e = exit[p as usize];
         let mut u = if e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n) {
@@ -345,8 +345,10 @@ pub fn solve_layer(
     let mut n = 1usize;
     let mut recompute: Vec<u32> = Vec::new();
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
-        assert!(n < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
-        let stamp = n as u32;
+        assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
+        // A won position may be queued for the loss test too (and found not
+        // lost): the two queues of a distance need their own stamps.
+        let (loss_stamp, win_stamp) = (2 * n as u32, 2 * n as u32 + 1);
         // Walked in index order for memory locality, as in `generate::solve`.
         won.sort_unstable_by_key(|&(idx, _)| idx);
         lost.sort_unstable_by_key(|&(idx, _)| idx);
@@ -357,7 +359,7 @@ pub fn solve_layer(
             let rp = l.unchecked_pos(r);
             for_each_unmove(l, &rp, |_, qi| {
                 let q = &mut state[qi];
-                if !q.lost() {
+                if !q.in_play() {
                     return;
                 }
                 let again = if t_old <= 0 {
@@ -372,8 +374,8 @@ pub fn solve_layer(
                     // Only the tightest reply bounds the loser's clock.
                     q.counter() == 0 && t_old - 1 == q.thr()
                 };
-                if again && !q.stamped(stamp) {
-                    q.stamp(stamp);
+                if again && !q.stamped(loss_stamp) {
+                    q.stamp(loss_stamp);
                     recompute.push(qi as u32);
                 }
             });
@@ -381,8 +383,8 @@ pub fn solve_layer(
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
                 let q = &mut state[idx as usize];
-                if q.counter() == 0 && !q.stamped(stamp) {
-                    q.stamp(stamp);
+                if q.counter() == 0 && !q.stamped(loss_stamp) {
+                    q.stamp(loss_stamp);
                     recompute.push(idx);
                 }
             }
@@ -403,8 +405,8 @@ pub fn solve_layer(
         let mut raise = |pi: usize, clock: i8, state: &mut [State]| {
             let p = &mut state[pi];
             if clock > p.thr() {
-                if !p.stamped(stamp) {
-                    p.stamp(stamp);
+                if !p.stamped(win_stamp) {
+                    p.stamp(win_stamp);
                     won_now.push((pi as u32, p.thr()));
                 }
                 p.set_thr(clock);
@@ -414,7 +416,7 @@ pub fn solve_layer(
             let qp = l.unchecked_pos(q);
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
             for_each_unmove(l, &qp, |_, pi| {
-                if state[pi].won() {
+                if state[pi].in_play() {
                     raise(pi, clock, state);
                 }
             });

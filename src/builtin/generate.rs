@@ -92,6 +92,21 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// in parallel, and DTZ50'' is solved beside DTM and DTM50 (which needs DTM).
 /// Setting `cancel` stops the generation at the next layer with an error.
 pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
+    generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES)
+}
+
+/// The longest mate DTM is read off DTM50 for (see [`dtm_from_dtm50`]).
+const DTM_FROM_DTM50_MAX_PLIES: u16 = 100;
+
+/// [`generate`], reading DTM off DTM50 up to `dtm_limit_plies` only (tests
+/// lower it to exercise the full DTM analysis).
+fn generate_with(
+    l: &Layout,
+    lookup: &Lookup,
+    with_dtm50: bool,
+    cancel: &AtomicBool,
+    dtm_limit_plies: u16,
+) -> Result<Generated, String> {
     use rayon::prelude::*;
 
     // Legal positions by layer, in index order.
@@ -120,7 +135,10 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBo
     }
     let mut dtm50 = dtm50::Builder::new(l.size);
     let mut counter = filled(l.size, 0u8);
-    let (mut dtz_counter, mut dtm_counter) = (filled(l.size, 0u8), filled(l.size, 0u8));
+    let mut dtz_counter = filled(l.size, 0u8);
+    // With DTM50, DTM is read off it (see `dtm_from_dtm50`) and this is
+    // only allocated for a layer where that is not enough.
+    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(l.size, 0u8) };
     let mut exit_dtz = filled(l.size, UNKNOWN);
     let mut exit_dtm = filled(l.size, UNKNOWN);
     let mut exit_dtm50 = filled(l.size, UNKNOWN);
@@ -160,20 +178,41 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBo
         // un-moves stay inside the layer, so only its members are copied.
         for &idx in members {
             dtz_counter[idx as usize] = counter[idx as usize];
-            dtm_counter[idx as usize] = counter[idx as usize];
         }
+        if !with_dtm50 {
+            for &idx in members {
+                dtm_counter[idx as usize] = counter[idx as usize];
+            }
+            rayon::join(
+                || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
+                || solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm),
+            );
+            continue;
+        }
+        // DTM holds only the layer's terminal values here, as DTM50 wants.
         let (_, secs) = rayon::join(
             || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
             || {
-                solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm);
                 let start = std::time::Instant::now();
-                if with_dtm50 {
-                    dtm50::solve_layer(l, members, &counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
-                }
+                dtm50::solve_layer(l, members, &counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
             },
         );
         dtm50_secs += secs;
+        if !dtm_from_dtm50(members, &dtz, &dtm50.at_zero, &mut dtm, dtm_limit_plies) {
+            // A win or loss beyond 100 plies, or one the 50-move rule turns
+            // into a draw: solve DTM the long way.
+            if dtm_counter.is_empty() {
+                dtm_counter = filled(l.size, 0u8);
+            }
+            for &idx in members {
+                let i = idx as usize;
+                dtm_counter[i] = counter[i];
+                let terminal = counter[i] == 0 && exit_dtm[i] == UNKNOWN;
+                dtm[i] = if terminal { dtz[i] } else { UNKNOWN };
+            }
+            solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm);
+        }
     }
     for v in dtz.iter_mut().chain(dtm.iter_mut()) {
         if *v == ILLEGAL {
@@ -184,6 +223,35 @@ pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBo
     let dtm50 = with_dtm50.then(|| dtm50.finish());
     dtm50_secs += start.elapsed().as_secs_f64();
     Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+}
+
+/// Sets DTM of the layer `members` from DTM50 at clock 0 (`at_zero`), up
+/// to `limit_plies` (at most 100), and tells whether that was enough. A
+/// mate within 100 plies is as fast at
+/// clock 0 with the 50-move rule as without: the clock cannot reach 100
+/// first. Conversely DTM50 at clock 0 is never faster than DTM for the
+/// winner (the rule only takes options from the winner) nor slower for the
+/// loser (it only gives options to the loser), so a DTM50 value within 100
+/// plies is the DTM value. Positions drawn at clock 0 but not drawn by
+/// `dtz` (which ignores the rule), or decided in more than 100 plies, are
+/// left to the full DTM analysis: then this answers false.
+fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &[u16], dtm: &mut [u16], limit_plies: u16) -> bool {
+    debug_assert!(limit_plies <= 100);
+    let mut enough = true;
+    for &idx in members {
+        let i = idx as usize;
+        let z = at_zero[i];
+        if (value::is_win(z) || value::is_loss(z)) && value::plies(z) <= limit_plies {
+            debug_assert_eq!(value::is_win(z), value::is_win(dtz[i]));
+            dtm[i] = z;
+        } else if value::is_win(dtz[i]) || value::is_loss(dtz[i]) {
+            // Left UNKNOWN: the full analysis sets it.
+            enough = false;
+        } else {
+            dtm[i] = DRAW;
+        }
+    }
+    enough
 }
 
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
@@ -365,6 +433,58 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
     for &idx in members {
         if values[idx as usize] == UNKNOWN {
             values[idx as usize] = DRAW;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::{Material, dtm50::Dtm50View};
+    use shakmaty::Color;
+
+    fn layout(name: &str) -> Layout {
+        Layout::new(&Material::parse(name).unwrap().canonical())
+    }
+
+    /// DTM read off DTM50 equals DTM solved on its own, and the full DTM
+    /// analysis that takes over where DTM50 is not enough (forced here by a
+    /// lower limit: at the real limit no 3–4-piece table needs it) gives
+    /// the same values too, with the other metrics untouched. KPvK has six
+    /// layers; its promotions are looked up in KQvK and KRvK generated here
+    /// (a minor piece and a king draw, and so do bare kings).
+    #[test]
+    fn dtm_read_off_dtm50_equals_dtm_solved_on_its_own() {
+        let never = AtomicBool::new(false);
+        let draws = |_: &Board| Ok(Values::DRAW);
+        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
+        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
+        let promotions = |b: &Board| -> Result<Values, String> {
+            let (l, g) = match b.men.iter().map(|m| m.1).collect::<Vec<_>>()[..] {
+                [_, _, Role::Queen] => (&kq, &q),
+                [_, _, Role::Rook] => (&kr, &r),
+                _ => return Ok(Values::DRAW),
+            };
+            assert!(b.men.iter().map(|m| m.0).eq([Color::White, Color::Black, Color::White]));
+            let i = l.index(&Pos { sq: [b.men[0].2, b.men[1].2, b.men[2].2, NONE], turn: b.turn });
+            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+        };
+        for (name, lookup) in [("KRvK", &draws as &Lookup), ("KQvK", &draws), ("KPvK", &promotions)] {
+            let l = layout(name);
+            let alone = generate(&l, lookup, false, &never).unwrap();
+            let read_off = generate(&l, lookup, true, &never).unwrap();
+            assert_eq!(read_off.dtm, alone.dtm, "{name}");
+            assert_eq!(read_off.dtz, alone.dtz, "{name}");
+            let decided = |v: u16| value::is_win(v) || value::is_loss(v);
+            let all = alone.dtm.iter().filter(|&&v| decided(v)).count();
+            let longer = alone.dtm.iter().filter(|&&v| decided(v) && value::plies(v) > 9).count();
+            assert!(longer > 1000 && longer < all, "{name}: {longer} of {all} beyond 9 plies");
+            for limit in [0, 9] {
+                let full = generate_with(&l, lookup, true, &never, limit).unwrap();
+                assert_eq!(full.dtm, alone.dtm, "{name}, limit {limit}");
+                assert_eq!(full.dtz, alone.dtz, "{name}, limit {limit}");
+                assert_eq!(full.dtm50, read_off.dtm50, "{name}, limit {limit}");
+            }
         }
     }
 }

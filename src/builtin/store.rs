@@ -551,13 +551,18 @@ impl Inner {
     }
 
     /// A lookup while generating: every table it reaches is settled already.
+    /// Called once per capture and promotion of every position generated:
+    /// finds the table by id, allocating nothing.
     fn lookup_settled(&self, b: &Board) -> Result<Values, String> {
-        let (m, flip) = material_of(b);
-        let Some(m) = m else { return Ok(Values::DRAW) };
-        match self.settled(&m) {
+        let (id, flip) = material_id(b);
+        let Some(id) = id else { return Ok(Values::DRAW) };
+        match self.tables[id].get() {
             Some(Ok(t)) => Ok(t.values(t.layout.index(&pos_in(&t.layout, b, flip)))),
-            Some(Err(e)) => Err(e.to_string()),
-            None => Err(format!("built-in table {} looked up before it was settled", m.name())),
+            Some(Err(e)) => Err(e.clone()),
+            None => Err(format!(
+                "built-in table {} looked up before it was settled",
+                material_of(b).0.map_or_else(String::new, |m| m.name())
+            )),
         }
     }
 }
