@@ -17,7 +17,7 @@
 use super::{
     index::Layout,
     memory::filled,
-    moves::{Succ, for_each_move, for_each_unmove},
+    moves::{Succ, for_each_move, for_each_unmove_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -73,31 +73,44 @@ pub struct Dtm50Data {
     pub segments: Vec<u32>,
 }
 
-/// Collects segments while generating.
+/// Collects segments while generating: each position's first segment in
+/// place (as [`Dtm50Data::inline`] will hold it), the others in a log.
 pub struct Builder {
-    /// DTM50 at clock 0, for positions of later layers and other tables.
-    pub at_zero: Vec<u16>,
-    log: Vec<(u32, u32)>,
+    /// Per index, the first segment packed, or [`UNKNOWN`] until there is
+    /// one; [`DRAW`] once its layer is closed without one.
+    first: Vec<u32>,
+    /// Further segments, by index, in the order they were found.
+    more: Vec<(u32, u32)>,
 }
 
 impl Builder {
     pub fn new(size: usize) -> Builder {
-        Builder { at_zero: filled(size, UNKNOWN), log: Vec::new() }
+        Builder { first: filled(size, UNKNOWN as u32), more: Vec::new() }
+    }
+
+    /// DTM50 at clock 0 of `idx`, for positions of later layers and other
+    /// tables: the first segment covers clock 0.
+    #[inline]
+    pub fn at_zero(&self, idx: usize) -> u16 {
+        self.first[idx] as u16
     }
 
     fn record(&mut self, idx: u32, value: u16, max_clock: i8) {
         let max_clock = max_clock.min(LAST_MOVE_CLOCK as i8) as u8;
-        if self.at_zero[idx as usize] == UNKNOWN {
-            self.at_zero[idx as usize] = value;
+        let packed = Segment { value, max_clock }.pack();
+        let first = &mut self.first[idx as usize];
+        if *first == UNKNOWN as u32 {
+            *first = packed;
+        } else {
+            self.more.push((idx, packed));
         }
-        self.log.push((idx, Segment { value, max_clock }.pack()));
     }
 
     /// Positions of `members` without any segment are drawn at every clock.
     fn close_layer(&mut self, members: &[u32]) {
         for &idx in members {
-            if self.at_zero[idx as usize] == UNKNOWN {
-                self.at_zero[idx as usize] = DRAW;
+            if self.first[idx as usize] == UNKNOWN as u32 {
+                self.first[idx as usize] = DRAW as u32;
             }
         }
     }
@@ -105,25 +118,19 @@ impl Builder {
     pub fn finish(mut self) -> Dtm50Data {
         // Stable: a position's segments stay in the order they were found,
         // which is ascending distance and ascending clock.
-        self.log.sort_by_key(|&(idx, _)| idx);
-        let mut data = Dtm50Data {
-            inline: self.at_zero.iter().map(|&v| v as u32).collect(),
-            ..Dtm50Data::default()
-        };
+        self.more.sort_by_key(|&(idx, _)| idx);
+        let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
         let mut i = 0;
-        while i < self.log.len() {
-            let idx = self.log[i].0;
+        while i < self.more.len() {
+            let idx = self.more[i].0;
             let mut j = i + 1;
-            while j < self.log.len() && self.log[j].0 == idx {
+            while j < self.more.len() && self.more[j].0 == idx {
                 j += 1;
             }
-            data.inline[idx as usize] = self.log[i].1;
-            if j - i > 1 {
-                data.inline[idx as usize] |= MORE;
-                data.overflow_index.push(idx);
-                data.overflow_start.push(data.segments.len() as u32);
-                data.segments.extend(self.log[i + 1..j].iter().map(|&(_, s)| s));
-            }
+            data.inline[idx as usize] |= MORE;
+            data.overflow_index.push(idx);
+            data.overflow_start.push(data.segments.len() as u32);
+            data.segments.extend(self.more[i..j].iter().map(|&(_, s)| s));
             i = j;
         }
         data.overflow_start.push(data.segments.len() as u32);
@@ -354,19 +361,21 @@ pub fn solve_layer(
         lost.sort_unstable_by_key(|&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
         recompute.clear();
-        for &(r, t_old) in &won {
+        let base = state.as_ptr();
+        let ahead = |qi: usize| prefetch(base.wrapping_add(qi));
+        for_each_unmove_prefetched(l, won.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
             let t_new = state[r as usize].thr();
-            let rp = l.unchecked_pos(r);
-            for_each_unmove(l, &rp, |_, qi| {
+            for &qi in preds {
+                let qi = qi as usize;
                 let q = &mut state[qi];
                 if !q.in_play() {
-                    return;
+                    continue;
                 }
                 let again = if t_old <= 0 {
                     // This reply was drawn for the winner at every clock the
                     // loser can reach it with; now it is won at some.
                     if t_new < 1 {
-                        return;
+                        continue;
                     }
                     q.decrement();
                     q.counter() == 0
@@ -378,8 +387,8 @@ pub fn solve_layer(
                     q.stamp(loss_stamp);
                     recompute.push(qi as u32);
                 }
-            });
-        }
+            }
+        });
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
                 let q = &mut state[idx as usize];
@@ -412,15 +421,16 @@ pub fn solve_layer(
                 p.set_thr(clock);
             }
         };
-        for &(q, u) in &lost {
-            let qp = l.unchecked_pos(q);
+        let base = state.as_ptr();
+        let ahead = |pi: usize| prefetch(base.wrapping_add(pi));
+        for_each_unmove_prefetched(l, lost.iter().copied(), |(q, _)| q, ahead, |(_, u), preds| {
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
-            for_each_unmove(l, &qp, |_, pi| {
-                if state[pi].in_play() {
-                    raise(pi, clock, state);
+            for &pi in preds {
+                if state[pi as usize].in_play() {
+                    raise(pi as usize, clock, state);
                 }
-            });
-        }
+            }
+        });
         if let Some(v) = win_exits.get_mut(n) {
             for idx in std::mem::take(v) {
                 raise(idx as usize, LAST_MOVE_CLOCK as i8, state);

@@ -19,7 +19,7 @@ use shakmaty::Role;
 use super::dtm50::{self, Dtm50Data};
 use super::index::{Layout, NONE, Pos};
 use super::memory::filled;
-use super::moves::{Succ, board, for_each_move, for_each_unmove, for_each_zeroing_move};
+use super::moves::{Succ, board, for_each_move, for_each_unmove_prefetched, for_each_zeroing_move, prefetch};
 pub use super::moves::Board;
 use super::value::{self, DRAW, UNKNOWN};
 
@@ -150,7 +150,7 @@ fn generate_with(
         }
         // Later layers are solved: read them while this one is filled in.
         let exits: Vec<Exits> = {
-            let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50.at_zero);
+            let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50);
             members
                 .par_chunks(EXIT_CHUNK)
                 .map(|chunk| {
@@ -199,7 +199,7 @@ fn generate_with(
             },
         );
         dtm50_secs += secs;
-        if !dtm_from_dtm50(members, &dtz, &dtm50.at_zero, &mut dtm, dtm_limit_plies) {
+        if !dtm_from_dtm50(members, &dtz, &dtm50, &mut dtm, dtm_limit_plies) {
             // A win or loss beyond 100 plies, or one the 50-move rule turns
             // into a draw: solve DTM the long way.
             if dtm_counter.is_empty() {
@@ -235,12 +235,12 @@ fn generate_with(
 /// plies is the DTM value. Positions drawn at clock 0 but not drawn by
 /// `dtz` (which ignores the rule), or decided in more than 100 plies, are
 /// left to the full DTM analysis: then this answers false.
-fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &[u16], dtm: &mut [u16], limit_plies: u16) -> bool {
+fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &dtm50::Builder, dtm: &mut [u16], limit_plies: u16) -> bool {
     debug_assert!(limit_plies <= 100);
     let mut enough = true;
     for &idx in members {
         let i = idx as usize;
-        let z = at_zero[i];
+        let z = at_zero.at_zero(i);
         if (value::is_win(z) || value::is_loss(z)) && value::plies(z) <= limit_plies {
             debug_assert_eq!(value::is_win(z), value::is_win(dtz[i]));
             dtm[i] = z;
@@ -256,7 +256,7 @@ fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &[u16], dtm: &mut [u16]
 
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
-fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &[u16], lookup: &Lookup) -> Result<Exits, String> {
+fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exits, String> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
@@ -267,7 +267,7 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &[u16], look
             Succ::Push { sq, double } => {
                 let c = Pos { sq, turn: !p.turn };
                 let ci = l.index(&c) as usize;
-                let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: at_zero[ci] };
+                let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: at_zero.at_zero(ci) };
                 if double {
                     match with_en_passant(l, &c, v, lookup) {
                         Ok(v) => v,
@@ -389,26 +389,30 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
         // neighbours too: far fewer cache and TLB misses than in the order
         // they were found.
         bucket.sort_unstable_by_key(|&(e, _)| e & !STORED);
-        for (e, v) in bucket {
-            let i = (e & !STORED) as usize;
-            let r = l.unchecked_pos(i as u32);
+        let (values_at, counter_at) = (values.as_ptr(), counter.as_ptr());
+        let ahead = |qi: usize| {
+            prefetch(values_at.wrapping_add(qi));
+            prefetch(counter_at.wrapping_add(qi));
+        };
+        for_each_unmove_prefetched(l, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();
             // Un-moves into illegal positions (the side to move in `r` in
             // check) find an ILLEGAL value.
-            for_each_unmove(l, &r, |_, qi| {
+            for &qi in preds {
+                let qi = qi as usize;
                 if values[qi] != UNKNOWN {
-                    return;
+                    continue;
                 }
                 if lost {
                     values[qi] = value::win(next as u16);
                     found.push((qi as u32 | STORED, values[qi]));
-                    return;
+                    continue;
                 }
                 counter[qi] = counter[qi].checked_sub(1).expect("move counter in step with un-moves");
                 if counter[qi] > 0 {
-                    return;
+                    continue;
                 }
                 let e = exit[qi];
                 if value::is_loss(e) && value::plies(e) as usize > next {
@@ -420,14 +424,14 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
                     values[qi] = DRAW;
                 }
                 // A win out of the layer is already waiting in its bucket.
-            });
+            }
             for e in found {
                 push(&mut buckets, next, e);
             }
             for (m, e) in later {
                 push(&mut buckets, m, e);
             }
-        }
+        });
         n += 1;
     }
     for &idx in members {

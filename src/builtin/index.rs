@@ -226,6 +226,21 @@ impl Layout {
         }
     }
 
+    /// For moves of man `moved` (not a pawn) from the canonical position `from`
+    /// that keep its symmetry (as in [`Layout::index_after_move`]): the index,
+    /// with `turn` to move, of `from` without that man's digit, and the
+    /// digit's weight. The man on square `t` then has index `base + t * weight`.
+    #[inline]
+    pub fn digit_free(&self, from: &[u8; 4], moved: usize, turn: Color) -> Option<(u32, u32)> {
+        let wk = from[0];
+        let keeps_symmetry = moved != 0 && (self.pawns || wk >> 3 != wk & 7) && !(self.identical && moved >= 2);
+        debug_assert_eq!(self.offset[moved], 0, "pieces other than pawns have no digit offset");
+        keeps_symmetry.then(|| {
+            let stride = self.stride[moved];
+            (self.raw_index(from, turn) - from[moved] as u32 * stride, stride)
+        })
+    }
+
     /// The position stored at `idx` if `idx` is the index of a legal position
     /// (men on distinct squares, side not to move not in check).
     pub fn decode(&self, idx: u32) -> Option<Pos> {
