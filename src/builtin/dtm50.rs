@@ -17,7 +17,7 @@
 use super::{
     index::Layout,
     memory::filled,
-    moves::{Succ, for_each_move, for_each_unmove_prefetched, prefetch},
+    moves::{for_each_quiet_child, for_each_unmove_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -339,11 +339,11 @@ pub fn solve_layer(
         } else {
             return NONE_YET;
         };
-        let pos = l.unchecked_pos(p);
-        for_each_move(l, &pos, |s| {
-            if let Succ::Quiet { sq, moved } = s {
-                let qi = l.index_after_move(&pos.sq, moved, sq, !pos.turn) as usize;
-                u = u.min((state[qi].thr() - 1).max(NONE_YET));
+        // Illegal indexes read an empty word (a member's word never is).
+        for_each_quiet_child(l, &l.unchecked_pos(p), |qi| {
+            let q = state[qi];
+            if q.0 != 0 {
+                u = u.min((q.thr() - 1).max(NONE_YET));
             }
         });
         u

@@ -208,28 +208,13 @@ impl Layout {
         ia.min(self.raw_index(&b, pos.turn))
     }
 
-    /// The index of `sq` (with `turn` to move), a position that differs from
-    /// the canonical position `from` (as decoded from its index) only in the
-    /// square of man `moved`. When that man is not the white king, the
-    /// symmetry that made `from` canonical still applies, so the raw index is
-    /// the index unless a tie-break could intervene: the white king on the
-    /// a1–h8 diagonal of a pawnless table, or identical men that may swap.
-    #[inline]
-    pub fn index_after_move(&self, from: &[u8; 4], moved: usize, sq: [u8; 4], turn: Color) -> u32 {
-        let wk = from[0];
-        let keeps_symmetry = moved != 0 && (self.pawns || wk >> 3 != wk & 7) && !(self.identical && moved >= 2);
-        if keeps_symmetry {
-            debug_assert_eq!(self.raw_index(&sq, turn), self.index(&Pos { sq, turn }));
-            self.raw_index(&sq, turn)
-        } else {
-            self.index(&Pos { sq, turn })
-        }
-    }
-
-    /// For moves of man `moved` (not a pawn) from the canonical position `from`
-    /// that keep its symmetry (as in [`Layout::index_after_move`]): the index,
-    /// with `turn` to move, of `from` without that man's digit, and the
-    /// digit's weight. The man on square `t` then has index `base + t * weight`.
+    /// For moves of man `moved` (not a pawn) from the canonical position
+    /// `from`: the index, with `turn` to move, of `from` without that man's
+    /// digit, and the digit's weight; the man on square `t` then has index
+    /// `base + t * weight`. `None` where the symmetry that made `from`
+    /// canonical may not apply to the result or a tie-break may intervene:
+    /// when the white king moves, when it stands on the a1–h8 diagonal of a
+    /// pawnless table, or when identical men may swap.
     #[inline]
     pub fn digit_free(&self, from: &[u8; 4], moved: usize, turn: Color) -> Option<(u32, u32)> {
         let wk = from[0];
@@ -395,6 +380,34 @@ mod tests {
                 }
             }
             assert!(valid > 0);
+        }
+    }
+
+    /// Wherever `digit_free` answers, its multiply-add is the full index of
+    /// the position after the move, with either side to move.
+    #[test]
+    fn digit_free_equals_the_full_index() {
+        for name in ["KRvK", "KNNvK", "KRvKP", "KBvKN"] {
+            let l = Layout::new(&Material::parse(name).unwrap());
+            let (mut fast, mut slow) = (0u64, 0u64);
+            for idx in (0..l.size as u32).step_by(7) {
+                let Some(p) = l.decode(idx) else { continue };
+                for i in (0..l.n).filter(|&i| l.men[i].1 != Role::Pawn) {
+                    for turn in [Color::White, Color::Black] {
+                        let Some((base, weight)) = l.digit_free(&p.sq, i, turn) else {
+                            slow += 1;
+                            continue;
+                        };
+                        for t in (0..64u8).filter(|t| !p.sq[..l.n].contains(t)) {
+                            let mut sq = p.sq;
+                            sq[i] = t;
+                            assert_eq!(base + t as u32 * weight, l.index(&Pos { sq, turn }), "{name} {idx} man {i} to {t}");
+                            fast += 1;
+                        }
+                    }
+                }
+            }
+            assert!(fast > 100_000 && slow > 0, "{name}: {fast} checked, {slow} left to the full index");
         }
     }
 }

@@ -82,7 +82,6 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
     // moves skip the (costly) legality test. King moves are tested against
     // one map of the enemy's attacks.
     let king = Square::new(p.sq[us.fold_wb(0, 1)] as u32);
-    let in_check = l.in_check(&p.sq, us);
     let mut pin_lines = Bitboard::EMPTY;
     // Squares the king must not step on: every enemy attack, seen through
     // the king itself (it cannot retreat along a slider's line).
@@ -100,6 +99,8 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
             }
         }
     }
+    // Seen through the king or not, an attack on its square is the same.
+    let in_check = danger.contains(king);
     // Positions reached by a non-king move keep both kings: unless they
     // share a long diagonal, no symmetry can fix them.
     let on_diagonal = |s: u8| s >> 3 == s & 7;
@@ -165,6 +166,13 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
                 for t in targets & theirs {
                     emit(i, t as u8, &mut f, false);
                 }
+            } else if !QUIET && role == Role::King && l.pawns {
+                // With pawns no symmetry fixes a position: every king step
+                // to a safe empty square weighs 1.
+                quiet_weight.set(quiet_weight.get() + (targets & !occ & !danger).count() as u32);
+                for t in targets & theirs {
+                    emit(i, t as u8, &mut f, false);
+                }
             } else {
                 for t in targets {
                     emit(i, t as u8, &mut f, false);
@@ -181,19 +189,34 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
 /// predecessor has the other side to move. It may be illegal (the side to
 /// move in `r` in check): then its index is that of no legal position, which
 /// callers recognise by the value stored there.
-pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut(usize)) {
-    let mover = !r.turn;
-    let occ = l.occupied(&r.sq);
+pub fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
+    // A piece steps back along the lines it stepped forward on.
+    piece_steps(l, &r.sq, !r.turn, !r.turn, f);
+}
+
+/// Calls `f` with the index of every position a non-zeroing move of `p`
+/// leads to, legal or not: a move that leaves the mover's king attacked
+/// reaches the index of no legal position, which callers recognise by the
+/// value stored there. `p` must be canonical.
+pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
+    piece_steps(l, &p.sq, p.turn, !p.turn, f);
+}
+
+/// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
+/// (not pawns) moved to an empty square it attacks. `sq` is canonical.
+#[inline(always)]
+fn piece_steps(l: &Layout, sq: &[u8; 4], mover: shakmaty::Color, turn: shakmaty::Color, mut f: impl FnMut(usize)) {
+    let occ = l.occupied(sq);
     for i in 0..l.n {
         let (c, role) = l.men[i];
         if c != mover || role == Role::Pawn {
             continue;
         }
-        let from = Square::new(r.sq[i] as u32);
+        let from = Square::new(sq[i] as u32);
         let targets = attacks::attacks(from, Piece { color: c, role }, occ) & !occ;
         // The hot loop of every retrograde pass: where the symmetry stays,
-        // one multiply-add per predecessor.
-        match l.digit_free(&r.sq, i, mover) {
+        // one multiply-add per position.
+        match l.digit_free(sq, i, turn) {
             Some((base, weight)) => {
                 for t in targets {
                     f((base + t as u32 * weight) as usize);
@@ -201,7 +224,7 @@ pub fn for_each_unmove(l: &Layout, r: &Pos, mut f: impl FnMut(usize)) {
             }
             None => {
                 for t in targets {
-                    f(l.index(&Pos { sq: with_square(r.sq, i, t as u8), turn: mover }) as usize);
+                    f(l.index(&Pos { sq: with_square(*sq, i, t as u8), turn }) as usize);
                 }
             }
         }
