@@ -149,7 +149,7 @@ fn generate_with(
             return Err("generation cancelled".into());
         }
         // Later layers are solved: read them while this one is filled in.
-        let exits: Vec<Exits> = {
+        let exits: Vec<Vec<Exits>> = {
             let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50);
             members
                 .par_chunks(EXIT_CHUNK)
@@ -157,9 +157,8 @@ fn generate_with(
                     chunk.iter().map(|&idx| exits_of(l, &l.unchecked_pos(idx), dtz, dtm, at_zero, lookup)).collect::<Result<Vec<_>, _>>()
                 })
                 .collect::<Result<Vec<_>, _>>()?
-                .concat()
         };
-        for (&idx, e) in members.iter().zip(exits) {
+        for (&idx, e) in members.iter().zip(exits.into_iter().flatten()) {
             let i = idx as usize;
             match e {
                 Exits::Terminal(v) => {
