@@ -21,6 +21,8 @@
 //! [`super::dtm50::Segment`]. The index is the one of
 //! [`super::index::Layout`]; a change to it must bump the version.
 
+use std::io::{self, Write};
+
 use super::{dtm50::Dtm50Data, material::Material};
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
@@ -97,48 +99,98 @@ impl Sections {
     }
 }
 
-pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+/// Writes a whole table to `w`, streaming: nothing is copied in memory but
+/// one small buffer at a time. The header goes first with a zero checksum;
+/// the one to write over it (checksum included) is returned.
+pub fn write(
+    w: &mut impl Write,
+    material: &Material,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&Dtm50Data>,
+    legal_positions: u64,
+) -> io::Result<[u8; HEADER_LEN]> {
     assert_eq!(dtz.len(), dtm.len());
-    let s = match dtm50 {
+    let sections = match dtm50 {
         Some(d) => {
             assert_eq!(dtz.len(), d.inline.len());
             Sections::new(dtz.len(), d.overflow_index.len(), d.segments.len())
         }
         None => Sections::without_dtm50(dtz.len()),
     };
-    let mut out = Vec::with_capacity(s.end);
-    out.resize(HEADER_LEN, 0);
-    for v in dtz.iter().chain(dtm) {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
+    w.write_all(&[0; HEADER_LEN])?;
+    let mut body = Body { w, crc: crc32fast::Hasher::new(), buf: Vec::with_capacity(BUF_BYTES), written: HEADER_LEN };
+    body.put(dtz, u16::to_le_bytes)?;
+    body.put(dtm, u16::to_le_bytes)?;
     if let Some(dtm50) = dtm50 {
-        for v in &dtm50.inline {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(&(dtm50.overflow_index.len() as u64).to_le_bytes());
-        out.extend_from_slice(&(dtm50.segments.len() as u64).to_le_bytes());
-        for v in dtm50.overflow_index.iter().chain(&dtm50.overflow_start).chain(&dtm50.segments) {
-            out.extend_from_slice(&v.to_le_bytes());
+        body.put(&dtm50.inline, u32::to_le_bytes)?;
+        body.put(&[dtm50.overflow_index.len() as u64, dtm50.segments.len() as u64], u64::to_le_bytes)?;
+        for part in [&dtm50.overflow_index, &dtm50.overflow_start, &dtm50.segments] {
+            body.put(part, u32::to_le_bytes)?;
         }
     }
-    assert_eq!(out.len(), s.end);
+    body.flush()?;
+    assert_eq!(body.written, sections.end);
     let metrics = if dtm50.is_some() { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
-    let crc = crc32fast::hash(&out[HEADER_LEN..]);
-    out[..8].copy_from_slice(MAGIC);
-    out[8..12].copy_from_slice(&VERSION.to_le_bytes());
-    out[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
+    let mut header = [0u8; HEADER_LEN];
+    header[..8].copy_from_slice(MAGIC);
+    header[8..12].copy_from_slice(&VERSION.to_le_bytes());
+    header[12..16].copy_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     let name = material.name();
-    out[16..16 + name.len()].copy_from_slice(name.as_bytes());
-    out[32..40].copy_from_slice(&(dtz.len() as u64).to_le_bytes());
-    out[40..44].copy_from_slice(&metrics.to_le_bytes());
-    out[44..48].copy_from_slice(&crc.to_le_bytes());
-    out[48..56].copy_from_slice(&legal_positions.to_le_bytes());
+    header[16..16 + name.len()].copy_from_slice(name.as_bytes());
+    header[32..40].copy_from_slice(&(dtz.len() as u64).to_le_bytes());
+    header[40..44].copy_from_slice(&metrics.to_le_bytes());
+    header[44..48].copy_from_slice(&body.crc.finalize().to_le_bytes());
+    header[48..56].copy_from_slice(&legal_positions.to_le_bytes());
+    Ok(header)
+}
+
+/// A whole table in memory, as [`write`] writes it to a file.
+pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    let header = write(&mut out, material, dtz, dtm, dtm50, legal_positions).expect("writing to memory cannot fail");
+    out[..HEADER_LEN].copy_from_slice(&header);
     out
 }
 
-/// Checks a whole file (header, section sizes and checksum) against what
+/// Bytes [`write`] gathers before it checksums and writes them.
+const BUF_BYTES: usize = 1 << 16;
+
+/// The body of a table on its way out, checksummed as it goes.
+struct Body<'a, W: Write> {
+    w: &'a mut W,
+    crc: crc32fast::Hasher,
+    buf: Vec<u8>,
+    written: usize,
+}
+
+impl<W: Write> Body<'_, W> {
+    fn put<T: Copy, const N: usize>(&mut self, values: &[T], to_le: fn(T) -> [u8; N]) -> io::Result<()> {
+        for chunk in values.chunks(BUF_BYTES / N) {
+            let start = self.buf.len();
+            self.buf.resize(start + chunk.len() * N, 0);
+            for (out, &v) in self.buf[start..].chunks_exact_mut(N).zip(chunk) {
+                out.copy_from_slice(&to_le(v));
+            }
+            if self.buf.len() >= BUF_BYTES {
+                self.flush()?;
+            }
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.crc.update(&self.buf);
+        self.w.write_all(&self.buf)?;
+        self.written += self.buf.len();
+        self.buf.clear();
+        Ok(())
+    }
+}
+
+/// Checks a file's header and section sizes (not its checksum) against what
 /// `material` needs, and says where its sections are.
-pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Sections), String> {
+pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Sections), String> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return Err("not a tbserver built-in table (bad magic)".into());
     }
@@ -182,6 +234,12 @@ pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<(
     if bytes.len() != sections.end {
         return Err(size_error());
     }
+    Ok((header, sections))
+}
+
+/// Checks a whole file like [`validate_layout`], and its checksum.
+pub fn validate(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Sections), String> {
+    let (header, sections) = validate_layout(bytes, material, positions)?;
     let crc = crc32fast::hash(&bytes[HEADER_LEN..]);
     if crc != header.crc32 {
         return Err(format!("checksum mismatch: stored {:08x}, computed {crc:08x}", header.crc32));

@@ -3,6 +3,7 @@
 
 use std::{
     fs,
+    io::{Seek, SeekFrom, Write},
     path::{Path, PathBuf},
     sync::{
         Arc, Condvar, Mutex, MutexGuard, OnceLock,
@@ -448,13 +449,19 @@ impl Inner {
         self.open_checked(material, layout, None)
     }
 
-    /// Like [`Inner::open`]; with `written`, the bytes just written to the
-    /// file: those are checked instead, and the file only for being the same
-    /// length with the same header. Checksumming the mapping would read
-    /// every page of every new table into this process (its resident memory
-    /// grew by the size of all tables generated); lookups then touch only
-    /// the pages they need.
-    fn open_checked(&self, material: &Material, layout: &Layout, written: Option<&[u8]>) -> Result<Option<Table>, String> {
+    /// Like [`Inner::open`]; with `written`, the header just written to the
+    /// file, whose checksum was computed from the values as they were
+    /// written: the file is checked for that header and its section sizes,
+    /// not checksummed again. Checksumming the mapping would read every page
+    /// of every new table into this process (its resident memory grew by the
+    /// size of all tables generated); lookups then touch only the pages they
+    /// need.
+    fn open_checked(
+        &self,
+        material: &Material,
+        layout: &Layout,
+        written: Option<&[u8; format::HEADER_LEN]>,
+    ) -> Result<Option<Table>, String> {
         let path = self.path_of(material);
         let file = match fs::File::open(&path) {
             Ok(f) => f,
@@ -467,13 +474,11 @@ impl Inner {
         let in_error = |e: String| format!("{}: {e}", path.display());
         let (header, sections) = match written {
             None => format::validate(&map, material, layout.size).map_err(in_error)?,
-            Some(bytes) => {
-                let checked = format::validate(bytes, material, layout.size).map_err(in_error)?;
-                let head = format::HEADER_LEN.min(bytes.len());
-                if map.len() != bytes.len() || map[..head] != bytes[..head] {
+            Some(header) => {
+                if !map.starts_with(header) {
                     return Err(in_error("differs from what was written".into()));
                 }
-                checked
+                format::validate_layout(&map, material, layout.size).map_err(in_error)?
             }
         };
         if self.with_dtm50 && !sections.has_dtm50 {
@@ -505,18 +510,23 @@ impl Inner {
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
         let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)?;
-        let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
         let dtm50_secs = g.dtm50_secs;
-        drop(g);
         let secs = start.elapsed().as_secs_f64();
         if self.cancelled.load(Ordering::SeqCst) {
             return Err("cancelled".into());
         }
         let path = self.path_of(material);
         let written = fs::create_dir_all(&self.dir)
-            .and_then(|_| write_by_rename(&path, &bytes))
+            .and_then(|_| {
+                write_by_rename(&path, |file| {
+                    let header = format::write(file, material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions)?;
+                    file.seek(SeekFrom::Start(0))?;
+                    file.write_all(&header)?;
+                    Ok(header)
+                })
+            })
             .map_err(|e| e.to_string())
-            .and_then(|_| self.open_checked(material, &layout, Some(&bytes)))
+            .and_then(|header| self.open_checked(material, &layout, Some(&header)))
             .and_then(|t| t.ok_or_else(|| "vanished after writing".to_string()));
         let table = match written {
             Ok(mut t) => {
@@ -526,6 +536,7 @@ impl Inner {
             }
             Err(e) => {
                 tracing::warn!(table = %material.name(), "could not cache built-in table in {}: {e}", self.dir.display());
+                let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
                 let (header, sections) = format::validate(&bytes, material, layout.size)?;
                 Table {
                     material: material.clone(),
@@ -734,17 +745,39 @@ impl Store {
 /// Two stores on one directory may generate the same table at once; with a
 /// shared temporary file one could rename it while the other still writes it,
 /// and a mapping of it would fault past its end.
-fn write_by_rename(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_by_rename<T>(path: &Path, write: impl FnOnce(&mut fs::File) -> std::io::Result<T>) -> std::io::Result<T> {
     static WRITES: AtomicU64 = AtomicU64::new(0);
     let n = WRITES.fetch_add(1, Ordering::Relaxed);
     let tmp = path.with_extension(format!("{}.tmp{}.{n}", format::EXTENSION, std::process::id()));
     // A failed write (a full disk) must not leave its partial file behind.
-    fs::write(&tmp, bytes).and_then(|()| fs::rename(&tmp, path)).inspect_err(|_| drop(fs::remove_file(&tmp)))
+    fs::File::create(&tmp)
+        .and_then(|mut file| write(&mut file))
+        .and_then(|t| fs::rename(&tmp, path).map(|()| t))
+        .inspect_err(|_| drop(fs::remove_file(&tmp)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A directory that cannot be written to still gets its tables, held
+    /// in memory, the same bytes as a file would hold.
+    #[test]
+    fn a_table_that_cannot_be_written_is_served_from_memory() {
+        let base = std::env::temp_dir().join(format!("tbserver-store-unwritable-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        fs::create_dir_all(&base).unwrap();
+        let not_a_dir = base.join("file");
+        fs::write(&not_a_dir, b"a file, not a directory").unwrap();
+        let material = Material::parse("KRvK").unwrap();
+        let in_memory = Store::new(not_a_dir.join("tables"), true).table(&material).unwrap();
+        let on_disk = Store::new(base.join("tables"), true).table(&material).unwrap();
+        assert!(in_memory.path.is_none() && matches!(in_memory.data, Data::Owned(_)));
+        assert!(on_disk.path.is_some() && matches!(on_disk.data, Data::Mapped(_)));
+        assert_eq!(in_memory.bytes(), on_disk.bytes());
+        assert_eq!(fs::read(on_disk.path.as_ref().unwrap()).unwrap(), on_disk.bytes());
+        let _ = fs::remove_dir_all(&base);
+    }
 
     #[test]
     fn corrupt_file_is_regenerated_and_good_file_is_mapped() {
@@ -807,7 +840,7 @@ mod tests {
             std::thread::scope(|scope| {
                 for fill in 1..=4u8 {
                     let path = &path;
-                    scope.spawn(move || write_by_rename(path, &vec![fill; 32 << 20]).unwrap());
+                    scope.spawn(move || write_by_rename(path, |f| f.write_all(&vec![fill; 32 << 20])).unwrap());
                 }
             });
             let bytes = fs::read(&path).unwrap();
