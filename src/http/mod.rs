@@ -546,7 +546,8 @@ pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std
     tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
     // The peer address feeds the per-client rate limit.
     let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<serve::Peer>();
-    axum::serve(serve::Listener::new(listener), app).with_graceful_shutdown(shutdown_signal(state)).await?;
+    let (listener, drain) = serve::Listener::new(listener)?;
+    axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state, drain)).await?;
     tracing::info!("every request in flight answered; exiting");
     Ok(())
 }
@@ -567,7 +568,7 @@ async fn rescan_on_sighup(_state: AppState) {}
 
 /// Resolves on SIGINT/SIGTERM, after stopping the searches; axum then stops
 /// accepting connections and waits for the requests in flight.
-async fn shutdown_signal(state: AppState) {
+async fn shutdown_signal(state: AppState, drain: serve::Drain) {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -592,4 +593,9 @@ async fn shutdown_signal(state: AppState) {
     let _ = tokio::task::spawn_blocking(move || stopping.begin_shutdown()).await;
     // Give load balancers a moment; requests already accepted still complete.
     tokio::time::sleep(Duration::from_millis(10)).await;
+    // Accept what the kernel has queued, then stop listening.
+    drain.close(Duration::from_secs(1)).await;
+    // The server's own shutdown closes connections that have not started a
+    // request: give those just accepted a moment to read theirs.
+    tokio::time::sleep(Duration::from_millis(50)).await;
 }

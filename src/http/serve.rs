@@ -18,6 +18,7 @@ use axum::{extract::connect_info::Connected, serve::IncomingStream};
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
+    sync::watch,
 };
 
 use crate::error::ApiError;
@@ -33,12 +34,54 @@ impl Connected<IncomingStream<'_, Listener>> for Peer {
 }
 
 /// A TCP listener whose connections are [`Conn`]s.
-pub struct Listener(TcpListener);
+///
+/// At shutdown it must not simply be dropped: the kernel completes
+/// handshakes on its own, and closing a listening socket resets every
+/// connection still queued on it, requests already sent. So [`Drain`] first
+/// has it accept, without waiting, whatever is queued, then close (later
+/// connections are refused, which clients can tell from a broken request).
+pub struct Listener {
+    socket: Option<TcpListener>,
+    local_addr: SocketAddr,
+    stage: watch::Receiver<Stage>,
+    report: watch::Sender<Stage>,
+}
+
+/// Where the listening socket is in its shutdown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    Serving,
+    /// Asked to accept what is queued and close.
+    Draining,
+    /// Closed; everything queued was accepted.
+    Closed,
+}
+
+/// Asks a [`Listener`] to drain and close, and waits for it.
+pub struct Drain(watch::Sender<Stage>);
+
+impl Drain {
+    /// Returns once the listener is closed, or after `limit` (a listener
+    /// nobody polls any more must not hold up the shutdown).
+    pub async fn close(&self, limit: Duration) {
+        self.0.send_replace(Stage::Draining);
+        let mut stage = self.0.subscribe();
+        let _ = tokio::time::timeout(limit, stage.wait_for(|s| *s == Stage::Closed)).await;
+    }
+}
 
 impl Listener {
-    pub fn new(listener: TcpListener) -> Listener {
-        Listener(listener)
+    pub fn new(listener: TcpListener) -> io::Result<(Listener, Drain)> {
+        let (report, stage) = watch::channel(Stage::Serving);
+        let local_addr = listener.local_addr()?;
+        Ok((Listener { socket: Some(listener), local_addr, stage, report: report.clone() }, Drain(report)))
     }
+}
+
+fn connection(stream: TcpStream) -> Conn {
+    // Answers are written whole; no reason to hold them back.
+    let _ = stream.set_nodelay(true);
+    Conn { stream, replacing: None, line_ended: false }
 }
 
 impl axum::serve::Listener for Listener {
@@ -47,25 +90,68 @@ impl axum::serve::Listener for Listener {
 
     async fn accept(&mut self) -> (Conn, SocketAddr) {
         loop {
-            match self.0.accept().await {
-                Ok((stream, addr)) => {
-                    // Answers are written whole; no reason to hold them back.
-                    let _ = stream.set_nodelay(true);
-                    return (Conn { stream, replacing: None, line_ended: false }, addr);
+            let Some(socket) = &self.socket else {
+                // Closed: the server stops asking once its shutdown begins.
+                return std::future::pending().await;
+            };
+            if *self.stage.borrow_and_update() == Stage::Draining {
+                match accept_queued(socket) {
+                    Some(Ok((stream, addr))) => return (connection(stream), addr),
+                    Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+                    Some(Err(e)) => tracing::warn!(error = %e, "accept while closing failed; closing now"),
+                    None => {}
                 }
-                // The client gave up before we accepted: nothing to do.
-                Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionRefused) => {}
-                Err(e) => {
-                    // Out of file descriptors, most likely: wait for some to close.
-                    tracing::error!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_secs(1)).await;
-                }
+                self.socket = None;
+                self.report.send_replace(Stage::Closed);
+                continue;
+            }
+            tokio::select! {
+                accepted = socket.accept() => match accepted {
+                    Ok((stream, addr)) => return (connection(stream), addr),
+                    // The client gave up before we accepted: nothing to do.
+                    Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionRefused) => {}
+                    Err(e) => {
+                        // Out of file descriptors, most likely: wait for some to close.
+                        tracing::error!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                },
+                _ = self.stage.changed() => {}
             }
         }
     }
 
     fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.0.local_addr()
+        Ok(self.local_addr)
+    }
+}
+
+/// A connection already queued on `socket`, without waiting: `None` when
+/// there is none. Asks the kernel directly: the runtime's readiness flag may
+/// not have seen the newest handshake yet.
+#[cfg(target_os = "linux")]
+fn accept_queued(socket: &TcpListener) -> Option<io::Result<(TcpStream, SocketAddr)>> {
+    use std::os::fd::{AsRawFd, FromRawFd};
+    // SAFETY: accept4 on our own listening socket; null address pointers
+    // are allowed. A returned descriptor is new and owned by us alone.
+    let fd = unsafe {
+        libc::accept4(socket.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+    };
+    if fd < 0 {
+        let e = io::Error::last_os_error();
+        return (e.kind() != io::ErrorKind::WouldBlock).then_some(Err(e));
+    }
+    // SAFETY: see above.
+    let stream = unsafe { std::net::TcpStream::from_raw_fd(fd) };
+    Some(stream.peer_addr().and_then(|addr| Ok((TcpStream::from_std(stream)?, addr))))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn accept_queued(socket: &TcpListener) -> Option<io::Result<(TcpStream, SocketAddr)>> {
+    use std::task::Waker;
+    match socket.poll_accept(&mut Context::from_waker(Waker::noop())) {
+        Poll::Ready(r) => Some(r),
+        Poll::Pending => None,
     }
 }
 
