@@ -89,7 +89,8 @@ const EXIT_CHUNK: usize = 1 << 14;
 
 /// Generates the table laid out by `l`; `lookup` answers for other tables
 /// (their DTM50 is only read `with_dtm50`). Within a layer the exit pass runs
-/// in parallel, and DTZ50'' is solved beside DTM and DTM50 (which needs DTM).
+/// in parallel, then DTZ50'' is solved beside DTM50, and DTM is read off
+/// DTM50 (or, without DTM50, solved beside DTZ50'').
 /// Setting `cancel` stops the generation at the next layer with an error.
 pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
     generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES)
@@ -173,24 +174,16 @@ fn generate_with(
                 }
             }
         }
-        // Each solve consumes its own copy of the counters; a layer's
-        // un-moves stay inside the layer, so only its members are copied.
-        for &idx in members {
-            dtz_counter[idx as usize] = counter[idx as usize];
-        }
         if !with_dtm50 {
-            for &idx in members {
-                dtm_counter[idx as usize] = counter[idx as usize];
-            }
             rayon::join(
-                || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
-                || solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm),
+                || solve(l, members, &counter, &mut dtz_counter, &exit_dtz, &mut dtz),
+                || solve(l, members, &counter, &mut dtm_counter, &exit_dtm, &mut dtm),
             );
             continue;
         }
         // DTM holds only the layer's terminal values here, as DTM50 wants.
         let (_, secs) = rayon::join(
-            || solve(l, members, &mut dtz_counter, &exit_dtz, &mut dtz),
+            || solve(l, members, &counter, &mut dtz_counter, &exit_dtz, &mut dtz),
             || {
                 let start = std::time::Instant::now();
                 dtm50::solve_layer(l, members, &counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
@@ -206,11 +199,10 @@ fn generate_with(
             }
             for &idx in members {
                 let i = idx as usize;
-                dtm_counter[i] = counter[i];
                 let terminal = counter[i] == 0 && exit_dtm[i] == UNKNOWN;
                 dtm[i] = if terminal { dtz[i] } else { UNKNOWN };
             }
-            solve(l, members, &mut dtm_counter, &exit_dtm, &mut dtm);
+            solve(l, members, &counter, &mut dtm_counter, &exit_dtm, &mut dtm);
         }
     }
     for v in dtz.iter_mut().chain(dtm.iter_mut()) {
@@ -226,9 +218,8 @@ fn generate_with(
 
 /// Sets DTM of the layer `members` from DTM50 at clock 0 (`at_zero`), up
 /// to `limit_plies` (at most 100), and tells whether that was enough. A
-/// mate within 100 plies is as fast at
-/// clock 0 with the 50-move rule as without: the clock cannot reach 100
-/// first. Conversely DTM50 at clock 0 is never faster than DTM for the
+/// mate within 100 plies is as fast at clock 0 with the 50-move rule as
+/// without: the clock cannot reach 100 first. Conversely DTM50 at clock 0 is never faster than DTM for the
 /// winner (the rule only takes options from the winner) nor slower for the
 /// loser (it only gives options to the loser), so a DTM50 value within 100
 /// plies is the DTM value. Positions drawn at clock 0 but not drawn by
@@ -262,7 +253,7 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Buil
     let weight = for_each_zeroing_move(l, p, |s| {
         zeroing = true;
         let child = match s {
-            Succ::Quiet { .. } => unreachable!("non-zeroing moves are counted"),
+            Succ::Quiet => unreachable!("non-zeroing moves are counted"),
             Succ::Push { sq, double } => {
                 let c = Pos { sq, turn: !p.turn };
                 let ci = l.index(&c) as usize;
@@ -335,9 +326,11 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
 }
 
 /// Solves one layer for one metric. `exit` holds each position's best move
-/// out of the layer, `counter` its non-zeroing moves; terminal positions are
-/// already set in `values`, illegal ones are [`ILLEGAL`].
-fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
+/// out of the layer, `moves` its non-zeroing moves; terminal positions are
+/// already set in `values`, illegal ones are [`ILLEGAL`]. `counter` is this
+/// metric's own copy of `moves` to count down (only the layer's members are
+/// copied: its un-moves stay inside it).
+fn solve(l: &Layout, members: &[u32], moves: &[u8], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
     const STORED: u32 = 1 << 31;
@@ -350,6 +343,7 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
     };
     for &idx in members {
         let i = idx as usize;
+        counter[i] = moves[i];
         if values[i] != UNKNOWN {
             if value::is_loss(values[i]) {
                 push(&mut buckets, 0, (idx | STORED, values[i]));

@@ -15,8 +15,9 @@ pub struct Board {
 
 /// A legal move's result, by how it is evaluated.
 pub enum Succ {
-    /// Same layer: a non-zeroing move of man `moved`.
-    Quiet { sq: [u8; 4], moved: usize },
+    /// Same layer: a non-zeroing move (its result is found by
+    /// [`for_each_quiet_child`] where it is needed).
+    Quiet,
     /// Same table, later layer: a pawn move without capture or promotion.
     Push { sq: [u8; 4], double: bool },
     /// Another table: a capture or a promotion.
@@ -131,7 +132,7 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
         } else if role == Role::Pawn {
             f(Succ::Push { sq: child, double });
         } else if QUIET {
-            f(Succ::Quiet { sq: child, moved: i });
+            f(Succ::Quiet);
         } else {
             quiet_weight.set(quiet_weight.get() + l.symmetry_count(&child));
         }
@@ -205,7 +206,7 @@ pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
 /// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
 /// (not pawns) moved to an empty square it attacks. `sq` is canonical.
 #[inline(always)]
-fn piece_steps(l: &Layout, sq: &[u8; 4], mover: shakmaty::Color, turn: shakmaty::Color, mut f: impl FnMut(usize)) {
+fn piece_steps(l: &Layout, sq: &[u8; 4], mover: Color, turn: Color, mut f: impl FnMut(usize)) {
     let occ = l.occupied(sq);
     for i in 0..l.n {
         let (c, role) = l.men[i];
