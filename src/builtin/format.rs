@@ -21,7 +21,7 @@
 //! [`super::dtm50::Segment`]. The index is the one of
 //! [`super::index::Layout`]; a change to it must bump the version.
 
-use std::io::{self, Write};
+use std::io::{self, Cursor, Seek, SeekFrom, Write};
 
 use super::{dtm50::Dtm50Data, material::Material};
 
@@ -100,10 +100,11 @@ impl Sections {
 }
 
 /// Writes a whole table to `w`, streaming: nothing is copied in memory but
-/// one small buffer at a time. The header goes first with a zero checksum;
-/// the one to write over it (checksum included) is returned.
+/// one small buffer at a time. The header goes first with a zero checksum
+/// and is written again, checksum included, once the body is out; it is
+/// also returned.
 pub fn write(
-    w: &mut impl Write,
+    w: &mut (impl Write + Seek),
     material: &Material,
     dtz: &[u16],
     dtm: &[u16],
@@ -142,15 +143,16 @@ pub fn write(
     header[40..44].copy_from_slice(&metrics.to_le_bytes());
     header[44..48].copy_from_slice(&body.crc.finalize().to_le_bytes());
     header[48..56].copy_from_slice(&legal_positions.to_le_bytes());
+    w.seek(SeekFrom::Start(0))?;
+    w.write_all(&header)?;
     Ok(header)
 }
 
 /// A whole table in memory, as [`write`] writes it to a file.
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
-    let mut out = Vec::new();
-    let header = write(&mut out, material, dtz, dtm, dtm50, legal_positions).expect("writing to memory cannot fail");
-    out[..HEADER_LEN].copy_from_slice(&header);
-    out
+    let mut out = Cursor::new(Vec::new());
+    write(&mut out, material, dtz, dtm, dtm50, legal_positions).expect("writing to memory cannot fail");
+    out.into_inner()
 }
 
 /// Bytes [`write`] gathers before it checksums and writes them.

@@ -3,7 +3,6 @@
 
 use std::{
     fs,
-    io::{Seek, SeekFrom, Write},
     path::{Path, PathBuf},
     sync::{
         Arc, Condvar, Mutex, MutexGuard, OnceLock,
@@ -519,10 +518,7 @@ impl Inner {
         let written = fs::create_dir_all(&self.dir)
             .and_then(|_| {
                 write_by_rename(&path, |file| {
-                    let header = format::write(file, material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions)?;
-                    file.seek(SeekFrom::Start(0))?;
-                    file.write_all(&header)?;
-                    Ok(header)
+                    format::write(file, material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions)
                 })
             })
             .map_err(|e| e.to_string())
@@ -758,6 +754,8 @@ fn write_by_rename<T>(path: &Path, write: impl FnOnce(&mut fs::File) -> std::io:
 
 #[cfg(test)]
 mod tests {
+    use std::io::Write;
+
     use super::*;
 
     /// A directory that cannot be written to still gets its tables, held
