@@ -4,7 +4,7 @@
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
-use super::index::{Layout, NONE, Pos};
+use super::index::{Layout, NONE, Pos, Steps, transpose};
 
 /// Any position with at most 4 men, used to look up other tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -217,15 +217,27 @@ fn piece_steps(l: &Layout, sq: &[u8; 4], mover: Color, turn: Color, mut f: impl 
         let targets = attacks::attacks(from, Piece { color: c, role }, occ) & !occ;
         // The hot loop of every retrograde pass: where the symmetry stays,
         // one multiply-add per position.
-        match l.digit_free(sq, i, turn) {
-            Some((base, weight)) => {
+        let full = |t: u8| l.index(&Pos { sq: with_square(*sq, i, t), turn }) as usize;
+        match l.steps(sq, i, turn) {
+            Steps::Plain { base, stride } => {
                 for t in targets {
-                    f((base + t as u32 * weight) as usize);
+                    f((base + t as u32 * stride) as usize);
                 }
             }
-            None => {
+            Steps::Diagonal { base, transposed_base, stride } => {
                 for t in targets {
-                    f(l.index(&Pos { sq: with_square(*sq, i, t as u8), turn }) as usize);
+                    let (a, b) = (base + t as u32 * stride, transposed_base + transpose(t as u8) as u32 * stride);
+                    f(a.min(b) as usize);
+                }
+            }
+            Steps::WhiteKing { base, stride } => {
+                for t in targets {
+                    f(l.plain_king_digit(t as u8).map_or_else(|| full(t as u8), |d| (base + d * stride) as usize));
+                }
+            }
+            Steps::Full => {
+                for t in targets {
+                    f(full(t as u8));
                 }
             }
         }
