@@ -44,7 +44,7 @@ fn bench(c: &mut Criterion) {
     // to move the files leave out searches its children again.
     let searching = Chesstb::open_with_caches(&[tables.join("chesstb")], 448 << 20, 0);
     let store = Store::new(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"), true);
-    tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("built-in tables");
+    tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("built-in tables");
     // SAFETY: the shared table files are read-only for the benchmark's lifetime.
     let mut syzygy = unsafe { shakmaty_syzygy::Tablebase::<Chess>::with_mmap_filesystem() };
     syzygy.add_directory(tables.join("syzygy")).expect("syzygy tables");

@@ -33,7 +33,12 @@ enum Command {
     /// Generate the built-in tables (retrograde analysis) into a directory,
     /// where `serve` memory-maps them (`builtin.dir`).
     Generate {
-        /// Largest number of pieces, kings included (3 or 4).
+        /// Tables to generate, e.g. `KRBvKQ` (with every table they convert
+        /// into); without any, every table of up to --pieces pieces.
+        #[arg(value_name = "TABLE")]
+        tables: Vec<String>,
+        /// Largest number of pieces, kings included (3 to 5; all 110 tables
+        /// of 5 pieces take hours and about 170 GB).
         #[arg(long, default_value_t = 4)]
         pieces: usize,
         /// Output directory [default: the configured builtin.dir, `tbcache`].
@@ -156,7 +161,7 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
-        Some(Command::Generate { pieces, out, without_dtm50 }) => generate(pieces, out, without_dtm50),
+        Some(Command::Generate { tables, pieces, out, without_dtm50 }) => generate(&tables, pieces, out, without_dtm50),
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
         Some(Command::Healthcheck { addr }) => healthcheck(addr),
@@ -210,12 +215,29 @@ fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, 
     Ok(())
 }
 
-fn generate(pieces: usize, out: Option<PathBuf>, without_dtm50: bool) -> Result<(), String> {
+fn generate(tables: &[String], pieces: usize, out: Option<PathBuf>, without_dtm50: bool) -> Result<(), String> {
+    use tbserver::builtin::{Material, material};
     let config = load_config(&TableArgs::default())?;
     init_logging(LogFormat::Human);
     let out = out.unwrap_or(config.builtin.dir);
     let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
-    tbserver::builtin::run_generate(pieces, &out, with_dtm50).map(drop).map_err(|e| e.to_string())
+    if !(3..=material::MAX_PIECES).contains(&pieces) {
+        return Err(format!("--pieces {pieces}: built-in tables have 3 to {} pieces", material::MAX_PIECES));
+    }
+    let targets = if tables.is_empty() {
+        material::all_materials(pieces)
+    } else {
+        tables
+            .iter()
+            .map(|name| {
+                Material::parse(name)
+                    .filter(|m| (3..=material::MAX_PIECES).contains(&m.pieces()))
+                    .map(|m| m.canonical())
+                    .ok_or_else(|| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES))
+            })
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    tbserver::builtin::run_generate(&targets, &out, with_dtm50).map(drop).map_err(|e| e.to_string())
 }
 
 fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {

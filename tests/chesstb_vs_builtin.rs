@@ -200,7 +200,7 @@ fn chesstb_agrees_with_builtin_tables() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
     let store = Store::new(dir, true);
-    let s = tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate");
+    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("generate");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
 
     let counts = Counts::default();

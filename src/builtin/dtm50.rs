@@ -287,32 +287,39 @@ impl Scratch {
     }
 }
 
-/// Solves one layer. `terminal` holds the value of each member without
+/// A layer ready to be solved: its members' working state is set up, and
+/// the move counters it was set up from may be reused.
+pub struct Prepared<'a> {
+    members: &'a [u32],
+    exit: &'a [u16],
+    /// Members by the distance of their winning (losing) best zeroing move.
+    win_exits: Vec<Vec<u32>>,
+    loss_exits: Vec<Vec<u32>>,
+    /// The mated members.
+    mated: Vec<(u32, i8)>,
+}
+
+/// Sets up one layer. `terminal` holds the value of each member without
 /// moves (mated or stalemated); `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
-/// `counter` its non-zeroing moves, weighted as for the other metrics.
-pub fn solve_layer(
-    l: &Layout,
-    members: &[u32],
+/// `counter` its non-zeroing moves, weighted as for the other metrics
+/// (copied: the caller may count them down meanwhile).
+pub fn prepare_layer<'a>(
+    members: &'a [u32],
     counter: &[u8],
-    exit: &[u16],
+    exit: &'a [u16],
     terminal: &[u16],
     scratch: &mut Scratch,
     out: &mut Builder,
-) {
+) -> Prepared<'a> {
     let state = &mut scratch.state[..];
-    let mut win_exits: Vec<Vec<u32>> = Vec::new();
-    let mut loss_exits: Vec<Vec<u32>> = Vec::new();
+    let mut p = Prepared { members, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
         if v.len() <= n {
             v.resize_with(n + 1, Vec::new);
         }
         v[n].push(idx);
     };
-    // Losses found at the previous distance, with their new clock.
-    let mut lost: Vec<(u32, i8)> = Vec::new();
-    // Wins found at the previous distance, with their clock before.
-    let mut won: Vec<(u32, i8)> = Vec::new();
     for &idx in members {
         let i = idx as usize;
         let (t, e) = (terminal[i], exit[i]);
@@ -321,14 +328,25 @@ pub fn solve_layer(
         if t == value::loss(0) {
             st.set_thr(MATED);
             out.record(idx, t, MATED);
-            lost.push((idx, MATED));
+            p.mated.push((idx, MATED));
         } else if value::is_win(e) {
-            at(&mut win_exits, value::plies(e) as usize, idx);
+            at(&mut p.win_exits, value::plies(e) as usize, idx);
         } else if value::is_loss(e) {
-            at(&mut loss_exits, value::plies(e) as usize, idx);
+            at(&mut p.loss_exits, value::plies(e) as usize, idx);
         }
         state[i] = st;
     }
+    p
+}
+
+/// Solves a layer set up by [`prepare_layer`].
+pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &mut Builder) {
+    let Prepared { members, exit, mut win_exits, mut loss_exits, mated } = prepared;
+    let state = &mut scratch.state[..];
+    // Losses found at the previous distance, with their new clock.
+    let mut lost: Vec<(u32, i8)> = mated;
+    // Wins found at the previous distance, with their clock before.
+    let mut won: Vec<(u32, i8)> = Vec::new();
 
     // Largest clock at which `p` (whose non-zeroing moves all reach
     // positions won at some clock ≥ 1) is lost within `n` plies.

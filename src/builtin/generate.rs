@@ -71,7 +71,7 @@ pub struct Generated {
 
 /// What the moves of one position that leave its layer lead to.
 #[derive(Clone, Copy)]
-enum Exits {
+enum Exit {
     /// No legal move: mated or stalemated.
     Terminal(u16),
     /// `moves`: non-zeroing moves (weighted by symmetry); `best`: the best
@@ -135,74 +135,63 @@ fn generate_with(
         dtm[idx as usize] = UNKNOWN;
     }
     let mut dtm50 = dtm50::Builder::new(l.size);
+    // Per position: its non-zeroing moves (counted down by `solve`), and
+    // its best zeroing move by DTZ50'' and by the mate metric (DTM50 at
+    // clock 0, or DTM; see `Mate`).
     let mut counter = filled(l.size, 0u8);
-    let mut dtz_counter = filled(l.size, 0u8);
-    // With DTM50, DTM is read off it (see `dtm_from_dtm50`) and this is
-    // only allocated for a layer where that is not enough.
-    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(l.size, 0u8) };
     let mut exit_dtz = filled(l.size, UNKNOWN);
-    let mut exit_dtm = filled(l.size, UNKNOWN);
-    let mut exit_dtm50 = filled(l.size, UNKNOWN);
+    let mut exit_mate = filled(l.size, UNKNOWN);
+    // Without DTM50, DTM is solved beside DTZ50'' and needs its own counters.
+    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(l.size, 0u8) };
     let mut scratch = dtm50::Scratch::new(if with_dtm50 { l.size } else { 0 });
     let mut dtm50_secs = 0.0;
+    let mate = if with_dtm50 { Mate::Dtm50 } else { Mate::Dtm };
     for members in layers.iter().rev() {
         if cancel.load(Ordering::Relaxed) {
             return Err("generation cancelled".into());
         }
-        // Later layers are solved: read them while this one is filled in.
-        let exits: Vec<Vec<Exits>> = {
-            let (dtz, dtm, at_zero) = (&dtz, &dtm, &dtm50);
-            members
-                .par_chunks(EXIT_CHUNK)
-                .map(|chunk| {
-                    chunk.iter().map(|&idx| exits_of(l, &l.unchecked_pos(idx), dtz, dtm, at_zero, lookup)).collect::<Result<Vec<_>, _>>()
-                })
-                .collect::<Result<Vec<_>, _>>()?
-        };
-        for (&idx, e) in members.iter().zip(exits.into_iter().flatten()) {
+        let exits = Exits { counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+        exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, mate, exits)?;
+        for &idx in members {
             let i = idx as usize;
-            match e {
-                Exits::Terminal(v) => {
-                    dtz[i] = v;
-                    dtm[i] = v;
-                }
-                Exits::Moves { moves, best } => {
-                    counter[i] = moves;
-                    exit_dtz[i] = best.dtz;
-                    exit_dtm[i] = best.dtm;
-                    exit_dtm50[i] = best.dtm50;
-                }
+            if let Some(v) = terminal(exit_dtz[i]) {
+                dtz[i] = v;
+                dtm[i] = v;
+                exit_dtz[i] = UNKNOWN;
             }
         }
         if !with_dtm50 {
+            for &idx in members {
+                dtm_counter[idx as usize] = counter[idx as usize];
+            }
             rayon::join(
-                || solve(l, members, &counter, &mut dtz_counter, &exit_dtz, &mut dtz),
-                || solve(l, members, &counter, &mut dtm_counter, &exit_dtm, &mut dtm),
+                || solve(l, members, &mut counter, &exit_dtz, &mut dtz),
+                || solve(l, members, &mut dtm_counter, &exit_mate, &mut dtm),
             );
             continue;
         }
         // DTM holds only the layer's terminal values here, as DTM50 wants.
-        let (_, secs) = rayon::join(
-            || solve(l, members, &counter, &mut dtz_counter, &exit_dtz, &mut dtz),
+        let start = std::time::Instant::now();
+        let prepared = dtm50::prepare_layer(members, &counter, &exit_mate, &dtm, &mut scratch, &mut dtm50);
+        let ((), secs) = rayon::join(
+            || solve(l, members, &mut counter, &exit_dtz, &mut dtz),
             || {
-                let start = std::time::Instant::now();
-                dtm50::solve_layer(l, members, &counter, &exit_dtm50, &dtm, &mut scratch, &mut dtm50);
+                dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
             },
         );
         dtm50_secs += secs;
         if !dtm_from_dtm50(members, &dtz, &dtm50, &mut dtm, dtm_limit_plies) {
             // A win or loss beyond 100 plies, or one the 50-move rule turns
-            // into a draw: solve DTM the long way.
-            if dtm_counter.is_empty() {
-                dtm_counter = filled(l.size, 0u8);
-            }
+            // into a draw: solve DTM the long way, its exits found again
+            // (the counters are spent, the mate exits were by DTM50).
+            let exits = Exits { counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+            exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, Mate::Dtm, exits)?;
             for &idx in members {
                 let i = idx as usize;
-                let terminal = counter[i] == 0 && exit_dtm[i] == UNKNOWN;
-                dtm[i] = if terminal { dtz[i] } else { UNKNOWN };
+                dtm[i] = terminal(exit_dtz[i]).unwrap_or(UNKNOWN);
             }
-            solve(l, members, &counter, &mut dtm_counter, &exit_dtm, &mut dtm);
+            solve(l, members, &mut counter, &exit_mate, &mut dtm);
         }
     }
     for v in dtz.iter_mut().chain(dtm.iter_mut()) {
@@ -214,6 +203,85 @@ fn generate_with(
     let dtm50 = with_dtm50.then(|| dtm50.finish());
     dtm50_secs += start.elapsed().as_secs_f64();
     Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+}
+
+/// Which mate metric the exits pass finds the best zeroing move by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mate {
+    /// DTM50 at clock 0 (the clock restarts after a zeroing move).
+    Dtm50,
+    Dtm,
+}
+
+/// What the exits pass writes, by index.
+struct Exits<'a> {
+    /// Non-zeroing moves, weighted by symmetry.
+    counter: &'a mut [u8],
+    /// The best zeroing move by DTZ50'' ([`UNKNOWN`] if none), or for a
+    /// position without any move [`MATED`] or [`STALEMATED`].
+    dtz: &'a mut [u16],
+    /// The best zeroing move by the mate metric ([`UNKNOWN`] if none).
+    mate: &'a mut [u16],
+}
+
+/// In [`Exits::dtz`]: a position without moves, mated or stalemated. Not
+/// values (their kind bits are those of [`UNKNOWN`]).
+const MATED: u16 = 2 << 2;
+const STALEMATED: u16 = 3 << 2;
+
+/// The value of a position without moves, from its exit marker.
+#[inline]
+fn terminal(exit_dtz: u16) -> Option<u16> {
+    match exit_dtz {
+        MATED => Some(value::loss(0)),
+        STALEMATED => Some(DRAW),
+        _ => None,
+    }
+}
+
+/// Resolves the moves of `members` (ascending) that leave their layer, in
+/// parallel, from `solved` (DTZ50'', DTM and DTM50 of later layers) and
+/// `lookup` (other tables), into `out`.
+fn exits_pass(
+    l: &Layout,
+    members: &[u32],
+    solved: (&[u16], &[u16], &dtm50::Builder),
+    lookup: &Lookup,
+    mate: Mate,
+    out: Exits,
+) -> Result<(), String> {
+    use rayon::prelude::*;
+    let (dtz, dtm, at_zero) = solved;
+    // Each task owns one range of indexes of the three arrays.
+    out.counter
+        .par_chunks_mut(EXIT_CHUNK)
+        .zip(out.dtz.par_chunks_mut(EXIT_CHUNK))
+        .zip(out.mate.par_chunks_mut(EXIT_CHUNK))
+        .enumerate()
+        .try_for_each(|(c, ((counter, exit_dtz), exit_mate))| {
+            let lo = c * EXIT_CHUNK;
+            let first = members.partition_point(|&m| (m as usize) < lo);
+            let end = members.partition_point(|&m| (m as usize) < lo + EXIT_CHUNK);
+            for &idx in &members[first..end] {
+                let j = idx as usize - lo;
+                match exits_of(l, &l.unchecked_pos(idx), dtz, dtm, at_zero, lookup)? {
+                    Exit::Terminal(v) => {
+                        counter[j] = 0;
+                        exit_dtz[j] = if v == DRAW { STALEMATED } else { MATED };
+                        exit_mate[j] = UNKNOWN;
+                    }
+                    Exit::Moves { moves, best } => {
+                        counter[j] = moves;
+                        exit_dtz[j] = best.dtz;
+                        exit_mate[j] = match mate {
+                            Mate::Dtm50 => best.dtm50,
+                            Mate::Dtm => best.dtm,
+                        };
+                    }
+                }
+            }
+            Ok(())
+        })
 }
 
 /// Sets DTM of the layer `members` from DTM50 at clock 0 (`at_zero`), up
@@ -246,7 +314,7 @@ fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &dtm50::Builder, dtm: &
 
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
-fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exits, String> {
+fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exit, String> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
@@ -284,11 +352,11 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Buil
         return Err(e);
     }
     if !zeroing && weight == 0 {
-        return Ok(Exits::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW }));
+        return Ok(Exit::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW }));
     }
     let symmetric = l.symmetry_count(&p.sq);
     debug_assert_eq!(weight % symmetric, 0);
-    Ok(Exits::Moves { moves: (weight / symmetric) as u8, best })
+    Ok(Exit::Moves { moves: (weight / symmetric) as u8, best })
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may
@@ -326,11 +394,10 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
 }
 
 /// Solves one layer for one metric. `exit` holds each position's best move
-/// out of the layer, `moves` its non-zeroing moves; terminal positions are
-/// already set in `values`, illegal ones are [`ILLEGAL`]. `counter` is this
-/// metric's own copy of `moves` to count down (only the layer's members are
-/// copied: its un-moves stay inside it).
-fn solve(l: &Layout, members: &[u32], moves: &[u8], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
+/// out of the layer, `counter` its non-zeroing moves, which this counts
+/// down (its un-moves stay inside the layer); terminal positions are
+/// already set in `values`, illegal ones are [`ILLEGAL`].
+fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
     const STORED: u32 = 1 << 31;
@@ -343,7 +410,6 @@ fn solve(l: &Layout, members: &[u32], moves: &[u8], counter: &mut [u8], exit: &[
     };
     for &idx in members {
         let i = idx as usize;
-        counter[i] = moves[i];
         if values[i] != UNKNOWN {
             if value::is_loss(values[i]) {
                 push(&mut buckets, 0, (idx | STORED, values[i]));
@@ -418,10 +484,10 @@ fn solve(l: &Layout, members: &[u32], moves: &[u8], counter: &mut [u8], exit: &[
                 }
                 // A win out of the layer is already waiting in its bucket.
             }
-            for e in found {
+            for &e in &found {
                 push(&mut buckets, next, e);
             }
-            for (m, e) in later {
+            for &(m, e) in &later {
                 push(&mut buckets, m, e);
             }
         });
@@ -463,7 +529,7 @@ mod tests {
                 _ => return Ok(Values::DRAW),
             };
             assert!(b.men.iter().map(|m| m.0).eq([Color::White, Color::Black, Color::White]));
-            let i = l.index(&Pos { sq: [b.men[0].2, b.men[1].2, b.men[2].2, NONE], turn: b.turn });
+            let i = l.index(&Pos { sq: [b.men[0].2, b.men[1].2, b.men[2].2, NONE, NONE], turn: b.turn });
             Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
         };
         for (name, lookup) in [("KRvK", &draws as &Lookup), ("KQvK", &draws), ("KPvK", &promotions)] {

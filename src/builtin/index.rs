@@ -11,8 +11,16 @@ use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
 use super::material::Material;
 
-/// Marks a man that was captured in a move under construction.
+/// Marks a man that was captured in a move under construction, or a slot
+/// beyond a table's men.
 pub const NONE: u8 = 255;
+
+/// Most men (kings included) a position of a built-in table has.
+pub const MAX_MEN: usize = 5;
+
+/// The square of each man, in [`Layout::men`] order; slots past the last
+/// man hold [`NONE`].
+pub type Squares = [u8; MAX_MEN];
 
 /// Index of the a1–d1–d4 triangle squares, or -1.
 const TRIANGLE: [i8; 64] = {
@@ -103,11 +111,11 @@ const TO_TRIANGLE: [u8; 64] = {
     t
 };
 
-/// Applies a symmetry to all four slots (an absent man's garbage stays
+/// Applies a symmetry to every slot (an absent man's garbage stays
 /// harmless: its stride is 0).
 #[inline]
-fn apply(sym: &[u8; 64], sq: [u8; 4]) -> [u8; 4] {
-    [sym[sq[0] as usize & 63], sym[sq[1] as usize & 63], sym[sq[2] as usize & 63], sym[sq[3] as usize & 63]]
+fn apply(sym: &[u8; 64], sq: Squares) -> Squares {
+    sq.map(|s| sym[s as usize & 63])
 }
 
 /// How a table lays out its positions.
@@ -117,14 +125,15 @@ pub struct Layout {
     pub men: Vec<(Color, Role)>,
     pub n: usize,
     pub pawns: bool,
-    /// Men 2 and 3 are the same piece: their squares are stored sorted.
-    pub identical: bool,
+    /// Men `start..end` are the same piece (at most one such group up to
+    /// 5 men): their squares are stored sorted. Empty if none.
+    identical: std::ops::Range<usize>,
     /// Size of each man's index digit.
     radix: Vec<u32>,
     /// Index weight of each man's digit (0 for absent men).
-    stride: [u32; 4],
+    stride: [u32; MAX_MEN],
     /// Digit offset of each man: 8 for pawns (ranks 2–7 only), else 0.
-    offset: [u8; 4],
+    offset: [u8; MAX_MEN],
     /// Positions per side to move.
     pub per_side: usize,
     pub size: usize,
@@ -133,7 +142,7 @@ pub struct Layout {
 /// Squares of the men (by [`Layout::men`] order) and the side to move.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pos {
-    pub sq: [u8; 4],
+    pub sq: Squares,
     pub turn: Color,
 }
 
@@ -158,7 +167,18 @@ impl Layout {
         let men = material.men();
         let n = men.len();
         let pawns = material.has_pawns();
-        let identical = n == 4 && men[2] == men[3];
+        assert!(n <= MAX_MEN, "at most {MAX_MEN} men");
+        // Men of one kind are next to each other in `men`.
+        let identical = (2..n)
+            .find_map(|a| {
+                let b = (a..n).take_while(|&j| men[j] == men[a]).count() + a;
+                (b - a >= 2).then_some(a..b)
+            })
+            .unwrap_or(0..0);
+        debug_assert!(
+            (identical.end..n).all(|j| (j + 1..n).all(|k| men[j] != men[k])),
+            "one group of identical men at most"
+        );
         let radix: Vec<u32> = men
             .iter()
             .enumerate()
@@ -169,8 +189,8 @@ impl Layout {
             })
             .collect();
         let per_side = radix.iter().map(|&r| r as usize).product();
-        let mut stride = [0u32; 4];
-        let mut offset = [0u8; 4];
+        let mut stride = [0u32; MAX_MEN];
+        let mut offset = [0u8; MAX_MEN];
         let mut w = 1;
         for i in (0..n).rev() {
             stride[i] = w;
@@ -181,9 +201,9 @@ impl Layout {
     }
 
     #[inline]
-    fn raw_index(&self, sq: &[u8; 4], turn: Color) -> u32 {
+    fn raw_index(&self, sq: &Squares, turn: Color) -> u32 {
         let mut idx = turn.fold_wb(0, self.per_side as u32) + self.king_digit(sq[0]) * self.stride[0];
-        for i in 1..4 {
+        for i in 1..MAX_MEN {
             // Absent men have stride 0; wrapping keeps their garbage harmless.
             idx = idx.wrapping_add((sq[i].wrapping_sub(self.offset[i]) as u32).wrapping_mul(self.stride[i]));
         }
@@ -191,10 +211,23 @@ impl Layout {
     }
 
     #[inline]
-    fn sort_identical(&self, sq: &mut [u8; 4]) {
-        if self.identical && sq[2] > sq[3] {
-            sq.swap(2, 3);
+    fn sort_identical(&self, sq: &mut Squares) {
+        let g = self.identical.clone();
+        match g.len() {
+            0 => {}
+            2 => {
+                if sq[g.start] > sq[g.start + 1] {
+                    sq.swap(g.start, g.start + 1);
+                }
+            }
+            _ => sq[g].sort_unstable(),
         }
+    }
+
+    /// Whether the identical men of `sq` are in index order.
+    #[inline]
+    fn identical_sorted(&self, sq: &Squares) -> bool {
+        self.identical.clone().skip(1).all(|j| sq[j - 1] < sq[j])
     }
 
     /// The index of any position of this material (all men present, pawns
@@ -226,7 +259,7 @@ impl Layout {
     /// with `turn` to move: mostly by one multiply-add per target square
     /// (see [`Steps`]).
     #[inline]
-    pub fn steps(&self, from: &[u8; 4], moved: usize, turn: Color) -> Steps {
+    pub fn steps(&self, from: &Squares, moved: usize, turn: Color) -> Steps {
         debug_assert_eq!(self.offset[moved], 0, "pieces other than pawns have no digit offset");
         let stride = self.stride[moved];
         let wk = from[0];
@@ -234,7 +267,7 @@ impl Layout {
             let base = self.raw_index(from, turn) - self.king_digit(wk) * stride;
             return Steps::WhiteKing { base, stride };
         }
-        if self.identical && moved >= 2 {
+        if self.identical.contains(&moved) {
             return Steps::Full;
         }
         let base = self.raw_index(from, turn) - from[moved] as u32 * stride;
@@ -280,7 +313,7 @@ impl Layout {
         // already, so only the tie-breaks can make `idx` non-canonical.
         let wk = sq[0];
         let canonical = if self.pawns || wk >> 3 != wk & 7 {
-            !(self.identical && sq[2] > sq[3])
+            self.identical_sorted(&sq)
         } else {
             self.index(&pos) == idx
         };
@@ -295,7 +328,7 @@ impl Layout {
     #[inline]
     pub fn unchecked_pos(&self, idx: u32) -> Pos {
         let mut rest = idx;
-        let mut sq = [NONE; 4];
+        let mut sq = [NONE; MAX_MEN];
         for i in (0..self.n).rev() {
             // Division by constants compiles to multiplications and shifts.
             let (d, r) = match self.radix[i] {
@@ -319,7 +352,7 @@ impl Layout {
     }
 
     #[inline]
-    pub fn occupied(&self, sq: &[u8; 4]) -> Bitboard {
+    pub fn occupied(&self, sq: &Squares) -> Bitboard {
         let mut bb = Bitboard::EMPTY;
         for &s in &sq[..self.n] {
             if s != NONE {
@@ -331,7 +364,7 @@ impl Layout {
 
     /// Is `color`'s king attacked?
     #[inline]
-    pub fn in_check(&self, sq: &[u8; 4], color: Color) -> bool {
+    pub fn in_check(&self, sq: &Squares, color: Color) -> bool {
         let king = sq[color.fold_wb(0, 1)];
         let occ = self.occupied(sq);
         let target = Square::new(king as u32);
@@ -351,7 +384,7 @@ impl Layout {
     /// Number of symmetries (among the 8 of the board) mapping the position
     /// onto itself: 1 or 2 (all men on a long diagonal, up to identical men).
     #[inline]
-    pub fn symmetry_count(&self, sq: &[u8; 4]) -> u32 {
+    pub fn symmetry_count(&self, sq: &Squares) -> u32 {
         if self.pawns {
             return 1;
         }
@@ -377,7 +410,7 @@ impl Layout {
     }
 
     /// Pawn progress: every pawn move increases it, other moves keep it.
-    pub fn layer(&self, sq: &[u8; 4]) -> usize {
+    pub fn layer(&self, sq: &Squares) -> usize {
         let mut l = 0;
         for i in 2..self.n {
             let (c, role) = self.men[i];

@@ -2,8 +2,13 @@
 
 use shakmaty::{Color, Role};
 
-/// Most pieces (kings included) a built-in table has.
-pub const MAX_PIECES: usize = 4;
+/// Most pieces (kings included) a built-in table can have.
+pub const MAX_PIECES: usize = 5;
+
+/// Most pieces of the tables generated without being asked for: all of
+/// them take about a minute on 2 cores (a table of one more piece takes
+/// minutes on its own and gigabytes while generating).
+pub const DEFAULT_PIECES: usize = 4;
 
 /// Non-king pieces of each side, strongest first (Q, R, B, N, P).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,12 +78,10 @@ impl Material {
         s
     }
 
-    /// Dense id of any material with at most two pieces per side (0..7^4);
-    /// roles are 1..=5 with 0 for "no piece".
+    /// Dense id (below [`NUMBER_OF_IDS`]) of any material with at most
+    /// three pieces per side.
     pub fn id(&self) -> usize {
-        let slot = |v: &Vec<Role>, i: usize| v.get(i).map_or(0, |&r| r as usize);
-        ((slot(&self.white, 0) * 7 + slot(&self.white, 1)) * 7 + slot(&self.black, 0)) * 7
-            + slot(&self.black, 1)
+        id_of(&self.white, &self.black)
     }
 
     /// Every canonical material a position of this one can convert into by
@@ -126,7 +129,16 @@ impl Material {
     }
 }
 
-pub const NUMBER_OF_IDS: usize = 7 * 7 * 7 * 7;
+/// Ids: three digits per side, one per piece (roles are 1..=5, 0 for no
+/// piece), strongest first.
+pub const NUMBER_OF_IDS: usize = 6usize.pow(6);
+
+/// [`Material::id`] of sides already sorted strongest first.
+pub fn id_of(white: &[Role], black: &[Role]) -> usize {
+    debug_assert!(white.len() <= 3 && black.len() <= 3);
+    let side = |v: &[Role]| (0..3).fold(0, |acc, i| acc * 6 + v.get(i).map_or(0, |&r| r as usize));
+    side(white) * 216 + side(black)
+}
 
 const ROLES: [Role; 5] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn];
 
@@ -134,23 +146,35 @@ const ROLES: [Role; 5] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, R
 /// each table comes after all tables it depends on (captures reduce the
 /// piece count; promotions reduce the pawn count).
 pub fn all_materials(max_pieces: usize) -> Vec<Material> {
-    let mut out = Vec::new();
-    if max_pieces >= 3 {
-        for &a in &ROLES {
-            out.push(Material::new(vec![a], vec![]));
+    // Multisets of `k` roles, strongest first.
+    fn sides(k: usize, from: usize, prefix: &mut Vec<Role>, out: &mut Vec<Vec<Role>>) {
+        if prefix.len() == k {
+            out.push(prefix.clone());
+            return;
+        }
+        for (i, &role) in ROLES.iter().enumerate().skip(from) {
+            prefix.push(role);
+            sides(k, i, prefix, out);
+            prefix.pop();
         }
     }
-    if max_pieces >= 4 {
-        for (i, &a) in ROLES.iter().enumerate() {
-            for &b in &ROLES[i..] {
-                out.push(Material::new(vec![a, b], vec![]));
-                let m = Material::new(vec![a], vec![b]);
-                out.push(m.canonical());
+    let mut out = Vec::new();
+    for pieces in 3..=max_pieces {
+        for white in 1..=pieces - 2 {
+            let (mut ws, mut bs) = (Vec::new(), Vec::new());
+            sides(white, 0, &mut Vec::new(), &mut ws);
+            sides(pieces - 2 - white, 0, &mut Vec::new(), &mut bs);
+            for w in &ws {
+                for b in &bs {
+                    let m = Material::new(w.clone(), b.clone());
+                    if m.is_canonical() && !out.contains(&m) {
+                        out.push(m);
+                    }
+                }
             }
         }
     }
     out.sort_by_key(|m| (m.pieces(), m.pawns()));
-    out.dedup();
     out
 }
 
@@ -162,6 +186,13 @@ mod tests {
     fn names_and_counts() {
         let all = all_materials(4);
         assert_eq!(all.len(), 5 + 15 + 15);
+        // As Syzygy counts them: 110 tables of 5 pieces.
+        let five = all_materials(5);
+        assert_eq!(five.len(), 35 + 110);
+        assert!(five.iter().any(|m| m.name() == "KRBvKQ") && five.iter().any(|m| m.name() == "KPPPvK"));
+        let ids: std::collections::HashSet<usize> = five.iter().map(Material::id).collect();
+        assert_eq!(ids.len(), five.len());
+        assert!(ids.iter().all(|&i| i < NUMBER_OF_IDS));
         assert!(all.iter().any(|m| m.name() == "KQvKR"));
         assert!(all.iter().any(|m| m.name() == "KPvKP"));
         assert!(!all.iter().any(|m| m.name() == "KRvKQ"));

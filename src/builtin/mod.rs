@@ -55,18 +55,41 @@ pub fn generate_all(
     with_dtm50: bool,
     progress: &(dyn Fn(&Table) + Sync),
 ) -> Result<Summary, BuiltinError> {
-    let store = Store::new(out_dir, true);
-    let store = if with_dtm50 { store } else { store.without_dtm50() };
-    generate_in(&store, max_pieces, progress)
+    generate_tables(&material::all_materials(max_pieces.min(material::MAX_PIECES)), out_dir, with_dtm50, progress)
 }
 
-/// Like [`generate_all`] with an existing store.
-pub fn generate_in(store: &Store, max_pieces: usize, progress: &(dyn Fn(&Table) + Sync)) -> Result<Summary, BuiltinError> {
+/// Like [`generate_all`] for `targets` and every table they convert into.
+pub fn generate_tables(
+    targets: &[Material],
+    out_dir: &Path,
+    with_dtm50: bool,
+    progress: &(dyn Fn(&Table) + Sync),
+) -> Result<Summary, BuiltinError> {
+    let store = Store::new(out_dir, true).with_lazy_max_pieces(material::MAX_PIECES);
+    let store = if with_dtm50 { store } else { store.without_dtm50() };
+    generate_in(&store, &with_dependencies(targets), progress)
+}
+
+/// `targets` and every table they convert into, in generation order.
+pub fn with_dependencies(targets: &[Material]) -> Vec<Material> {
+    let mut all: Vec<Material> = Vec::new();
+    for t in targets {
+        for m in t.dependencies().into_iter().chain([t.canonical()]) {
+            if !all.contains(&m) {
+                all.push(m);
+            }
+        }
+    }
+    all.sort_by_key(|m| (m.pieces(), m.pawns()));
+    all
+}
+
+/// Opens or generates `materials` (in generation order) in an existing store.
+pub fn generate_in(store: &Store, materials: &[Material], progress: &(dyn Fn(&Table) + Sync)) -> Result<Summary, BuiltinError> {
     let start = Instant::now();
     let mut summary = Summary::default();
-    let materials = material::all_materials(max_pieces.min(material::MAX_PIECES));
-    store.request_all(&materials);
-    for m in &materials {
+    store.request_all(materials);
+    for m in materials {
         let t = store.table(m).map_err(BuiltinError)?;
         progress(&t);
         {
@@ -82,17 +105,30 @@ pub fn generate_in(store: &Store, max_pieces: usize, progress: &(dyn Fn(&Table) 
     Ok(summary)
 }
 
-/// `tbserver generate`: generates all tables up to `pieces` into `out` with a
-/// progress bar.
-pub fn run_generate(pieces: usize, out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
-    let total = material::all_materials(pieces.min(material::MAX_PIECES)).len();
-    let bar = indicatif::ProgressBar::new(total as u64);
+/// `tbserver generate`: generates `targets` and what they depend on into
+/// `out`, with a progress bar; says first what it is about to do.
+pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
+    let all = with_dependencies(targets);
+    let store = Store::new(out, true).with_lazy_max_pieces(material::MAX_PIECES);
+    let store = if with_dtm50 { store } else { store.without_dtm50() };
+    let missing: Vec<&Material> = all.iter().filter(|m| !store.path_of(m).exists()).collect();
+    let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
+    let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
+    println!(
+        "{} tables, {} to generate ({} index positions){}{}",
+        all.len(),
+        missing.len(),
+        positions,
+        if missing.len() <= 20 { format!(": {}", names(&missing)) } else { String::new() },
+        if missing.iter().any(|m| m.pieces() >= 5) { "; each table of 5 pieces takes minutes and several GiB" } else { "" },
+    );
+    let bar = indicatif::ProgressBar::new(all.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")
             .expect("valid template")
             .progress_chars("=> "),
     );
-    let summary = generate_all(pieces, out, with_dtm50, &|t: &Table| {
+    let summary = generate_in(&store, &all, &|t: &Table| {
         bar.set_message(t.material.name());
         bar.inc(1);
     })?;

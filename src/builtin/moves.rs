@@ -4,12 +4,12 @@
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
-use super::index::{Layout, NONE, Pos, Steps, transpose};
+use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, transpose};
 
-/// Any position with at most 4 men, used to look up other tables.
+/// Any position with at most [`MAX_MEN`] men, used to look up other tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Board {
-    pub men: ArrayVec<(Color, Role, u8), 4>,
+    pub men: ArrayVec<(Color, Role, u8), MAX_MEN>,
     pub turn: Color,
 }
 
@@ -19,12 +19,12 @@ pub enum Succ {
     /// [`for_each_quiet_child`] where it is needed).
     Quiet,
     /// Same table, later layer: a pawn move without capture or promotion.
-    Push { sq: [u8; 4], double: bool },
+    Push { sq: Squares, double: bool },
     /// Another table: a capture or a promotion.
     Exit(Board),
 }
 
-pub(super) fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usize, Role)>) -> Board {
+pub(super) fn board(l: &Layout, sq: &Squares, turn: Color, promoted: Option<(usize, Role)>) -> Board {
     let mut men = ArrayVec::new();
     for i in 0..l.n {
         if sq[i] != NONE {
@@ -43,10 +43,14 @@ pub(super) fn board(l: &Layout, sq: &[u8; 4], turn: Color, promoted: Option<(usi
 /// `sq` with man `i` on `to`, built in a register: writing one byte into the
 /// array and reading it back whole stalls store forwarding in the hot loops.
 #[inline]
-fn with_square(sq: [u8; 4], i: usize, to: u8) -> [u8; 4] {
+fn with_square(sq: Squares, i: usize, to: u8) -> Squares {
+    let mut bytes = [0u8; 8];
+    bytes[..MAX_MEN].copy_from_slice(&sq);
     let shift = 8 * i as u32;
-    let packed = u32::from_le_bytes(sq) & !(0xff << shift) | (to as u32) << shift;
-    packed.to_le_bytes()
+    let packed = u64::from_le_bytes(bytes) & !(0xff << shift) | (to as u64) << shift;
+    let mut out = [0u8; MAX_MEN];
+    out.copy_from_slice(&packed.to_le_bytes()[..MAX_MEN]);
+    out
 }
 
 /// Calls `f` for every legal move of `p` (a legal position of layout `l`).
@@ -206,7 +210,7 @@ pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
 /// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
 /// (not pawns) moved to an empty square it attacks. `sq` is canonical.
 #[inline(always)]
-fn piece_steps(l: &Layout, sq: &[u8; 4], mover: Color, turn: Color, mut f: impl FnMut(usize)) {
+fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl FnMut(usize)) {
     let occ = l.occupied(sq);
     for i in 0..l.n {
         let (c, role) = l.men[i];

@@ -20,8 +20,8 @@ use super::{
     dtm50::{self, Dtm50View},
     format::{self, Sections},
     generate::{Board, Values, generate},
-    index::{Layout, NONE, Pos},
-    material::{Material, NUMBER_OF_IDS},
+    index::{Layout, MAX_MEN, NONE, Pos},
+    material::{self, Material, NUMBER_OF_IDS},
     schedule::{Progress, Queue},
     value,
 };
@@ -135,6 +135,10 @@ pub enum Unavailable {
     /// Queued or being generated: ask again later.
     #[error("built-in table {0} is being generated")]
     Generating(String),
+    /// A table larger than the store generates unasked, not generated yet
+    /// (see [`Store::with_lazy_max_pieces`]).
+    #[error("built-in table {0} has not been generated")]
+    NotGenerated(String),
     #[error("{0}")]
     Failed(String),
 }
@@ -169,6 +173,9 @@ struct Inner {
     /// Generate DTM50 too, and regenerate tables found without it.
     with_dtm50: bool,
     waiting: Waiting,
+    /// Tables of more pieces are generated only when asked for by name
+    /// ([`Store::request_all`]), not because a lookup needs them.
+    lazy_max_pieces: usize,
     /// Set once each, when the table is settled: opened, generated, or
     /// failed. Read without locking; never initialized by a waiting call.
     tables: Vec<OnceLock<Result<Arc<Table>, String>>>,
@@ -193,6 +200,7 @@ impl Store {
                 generate_missing,
                 with_dtm50: true,
                 waiting: Waiting::Block,
+                lazy_max_pieces: material::DEFAULT_PIECES,
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
                 queue: Mutex::new(Queue::default()),
                 settled: Condvar::new(),
@@ -219,6 +227,13 @@ impl Store {
     /// [`Unavailable::Generating`] instead of waiting.
     pub fn never_wait(self) -> Store {
         self.configure(|i| i.waiting = Waiting::Never)
+    }
+
+    /// Lookups generate missing tables of up to `pieces` pieces (default
+    /// [`material::DEFAULT_PIECES`]); larger ones answer
+    /// [`Unavailable::NotGenerated`] until asked for by name.
+    pub fn with_lazy_max_pieces(self, pieces: usize) -> Store {
+        self.configure(|i| i.lazy_max_pieces = pieces)
     }
 
     pub fn dir(&self) -> &Path {
@@ -345,6 +360,10 @@ impl Inner {
             let mut q = self.lock();
             match opened {
                 Some(result) => self.settle(&mut q, m, result),
+                // Not settled: asking for it by name later generates it.
+                None if m.pieces() > self.lazy_max_pieces && !q.is_queued(m) => {
+                    return Some(Err(Unavailable::NotGenerated(m.name())));
+                }
                 None if !self.is_settled(m) => self.want_urgently(&mut q, m),
                 None => {}
             }
@@ -601,10 +620,13 @@ impl Store {
     }
 }
 
+/// One side's pieces, kings left out.
+type Side = ArrayVec<Role, { MAX_MEN - 2 }>;
+
 /// The canonical sides of `b`'s pieces (kings left out), strongest first,
 /// and whether colours are swapped to make them canonical.
-fn canonical_sides(b: &Board) -> (ArrayVec<Role, 2>, ArrayVec<Role, 2>, bool) {
-    let (mut white, mut black) = (ArrayVec::<Role, 2>::new(), ArrayVec::<Role, 2>::new());
+fn canonical_sides(b: &Board) -> (Side, Side, bool) {
+    let (mut white, mut black) = (Side::new(), Side::new());
     for &(c, r, _) in &b.men {
         if r != Role::King {
             c.fold_wb(&mut white, &mut black).push(r);
@@ -624,8 +646,7 @@ fn material_id(b: &Board) -> (Option<usize>, bool) {
     if w.is_empty() && bl.is_empty() {
         return (None, flip);
     }
-    let slot = |v: &ArrayVec<Role, 2>, i: usize| v.get(i).map_or(0, |&r| r as usize);
-    (Some(((slot(&w, 0) * 7 + slot(&w, 1)) * 7 + slot(&bl, 0)) * 7 + slot(&bl, 1)), flip)
+    (Some(material::id_of(&w, &bl)), flip)
 }
 
 /// The canonical material of `b` (`None` for bare kings), and the flip.
@@ -639,7 +660,7 @@ fn material_of(b: &Board) -> (Option<Material>, bool) {
 
 /// `b` in the men order of `l`, colours swapped and board mirrored if `flip`.
 pub fn pos_in(l: &Layout, b: &Board, flip: bool) -> Pos {
-    let mut sq = [NONE; 4];
+    let mut sq = [NONE; MAX_MEN];
     for &(c, r, s) in &b.men {
         let (c, s) = if flip { (!c, s ^ 56) } else { (c, s) };
         let slot = (0..l.n).find(|&i| l.men[i] == (c, r) && sq[i] == NONE).expect("material matches");
@@ -649,11 +670,11 @@ pub fn pos_in(l: &Layout, b: &Board, flip: bool) -> Pos {
     Pos { sq, turn }
 }
 
-/// Converts a shakmaty position (at most 4 men) to a [`Board`].
+/// Converts a shakmaty position (at most [`MAX_MEN`] men) to a [`Board`].
 pub fn board_of(pos: &shakmaty::Chess) -> Option<Board> {
     use shakmaty::Position;
     let board = pos.board();
-    if board.occupied().count() > 4 {
+    if board.occupied().count() > MAX_MEN {
         return None;
     }
     let mut men = arrayvec::ArrayVec::new();

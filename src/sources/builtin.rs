@@ -21,7 +21,19 @@ impl From<Unavailable> for Unanswered {
         match u {
             Unavailable::Generating(material) => Unanswered::Generating { material },
             Unavailable::Failed(reason) => Unanswered::Broken(TableError { table: "builtin".into(), reason }),
+            not_generated @ Unavailable::NotGenerated(_) => {
+                Unanswered::Broken(TableError { table: "builtin".into(), reason: not_generated.to_string() })
+            }
         }
+    }
+}
+
+/// A table that has not been generated (one of 5 pieces nobody asked for)
+/// covers nothing: other sources answer.
+fn covered<T>(r: Result<Option<T>, Unavailable>) -> ProbeResult<T> {
+    match r {
+        Err(Unavailable::NotGenerated(_)) => Ok(None),
+        r => Ok(r?),
     }
 }
 
@@ -42,7 +54,7 @@ impl BuiltinSource {
                 .name("builtin-tables".into())
                 .spawn(move || {
                     let start = Instant::now();
-                    match builtin::generate_in(&background, builtin::material::MAX_PIECES, &|_| {}) {
+                    match builtin::generate_in(&background, &builtin::all_materials(builtin::material::DEFAULT_PIECES), &|_| {}) {
                         Ok(s) => tracing::info!(
                             tables = s.tables,
                             generated = s.generated,
@@ -64,7 +76,7 @@ impl BuiltinSource {
 
     fn values(&self, pos: &Chess) -> ProbeResult<(u16, u16)> {
         let Some(store) = &self.store else { return Ok(None) };
-        Ok(store.probe(pos)?)
+        covered(store.probe(pos))
     }
 }
 
@@ -74,7 +86,7 @@ impl TableSource for BuiltinSource {
     }
 
     fn max_pieces(&self) -> usize {
-        if self.store.is_some() { builtin::material::MAX_PIECES } else { 0 }
+        if self.store.is_some() { builtin::material::DEFAULT_PIECES } else { 0 }
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
@@ -92,7 +104,7 @@ impl TableSource for BuiltinSource {
     fn probe_dtm50_plies(&self, pos: &Chess) -> ProbeResult<i32> {
         use shakmaty::Position;
         let Some(store) = &self.store else { return Ok(None) };
-        Ok(store.probe_dtm50(pos, pos.halfmoves())?.map(value::signed_plies))
+        covered(store.probe_dtm50(pos, pos.halfmoves())).map(|v| v.map(value::signed_plies))
     }
 
     fn tables(&self) -> Vec<TableInfo> {
@@ -120,7 +132,7 @@ impl TableSource for BuiltinSource {
 
     fn progress(&self, material: &str) -> Option<Progress> {
         let store = self.store.as_ref()?;
-        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::MAX_PIECES)?;
+        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::DEFAULT_PIECES)?;
         Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
     }
 

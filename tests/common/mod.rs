@@ -58,7 +58,7 @@ pub fn generated_builtin_dir() -> PathBuf {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
     let store = tbserver::builtin::Store::new(&dir, true);
-    tbserver::builtin::generate_in(&store, 4, &|_| {}).expect("generate built-in tables");
+    tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("generate built-in tables");
     dir
 }
 
