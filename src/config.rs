@@ -60,6 +60,12 @@ pub struct BuiltinConfig {
     /// never wait: they are served at once, with the missing values listed
     /// as `pending`.
     pub wait_ms: u64,
+    /// Largest tables (in pieces, kings included) generated because a probe
+    /// needs them. 4 by default: a table of 5 pieces takes minutes and
+    /// several GiB, so it is generated only when asked for by name
+    /// (`POST /api/v1/tables/generate`, `tbserver generate KRBvKQ`); 5
+    /// lets any probe start that work.
+    pub lazy_max_pieces: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -159,7 +165,13 @@ impl Default for Config {
 
 impl Default for BuiltinConfig {
     fn default() -> BuiltinConfig {
-        BuiltinConfig { mode: BuiltinMode::Lazy, dir: PathBuf::from("tbcache"), dtm50: true, wait_ms: 2000 }
+        BuiltinConfig {
+            mode: BuiltinMode::Lazy,
+            dir: PathBuf::from("tbcache"),
+            dtm50: true,
+            wait_ms: 2000,
+            lazy_max_pieces: crate::builtin::material::DEFAULT_PIECES,
+        }
     }
 }
 

@@ -28,6 +28,8 @@ pub enum ApiError {
         .0.material, .0.tables_ready, .0.tables_needed, .0.estimated_remaining_s
     )]
     Generating(Box<Progress>),
+    #[error("built-in tables are turned off (builtin.mode = \"off\"): nothing can be generated")]
+    BuiltinOff,
     #[error("batch of {size} positions is larger than the limit of {max}")]
     BatchTooLarge { size: usize, max: usize },
     #[error("invalid request body: {0}")]
@@ -78,6 +80,7 @@ impl ApiError {
             ApiError::MissingTable { .. } => "missing_table",
             ApiError::Table(_) => "table_error",
             ApiError::Generating(_) => "generating",
+            ApiError::BuiltinOff => "builtin_off",
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
@@ -110,6 +113,7 @@ impl ApiError {
             ApiError::HeadersTooLarge => 431,
             ApiError::MalformedRequest => 400,
             ApiError::MethodNotAllowed => 405,
+            ApiError::BuiltinOff => 409,
             ApiError::RateLimited { .. } => 429,
             ApiError::Table(_)
             | ApiError::Generating(_)

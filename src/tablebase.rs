@@ -172,6 +172,16 @@ impl Tablebases {
         self.sources.iter().find_map(|s| s.progress(material))
     }
 
+    /// Asks for the built-in tables of `material` to be generated (`start`)
+    /// or only tells how far they are; `None` without built-in tables.
+    pub fn generation(
+        &self,
+        material: &crate::builtin::Material,
+        start: bool,
+    ) -> Option<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress)> {
+        self.sources.iter().find_map(|s| s.generation(material, start))
+    }
+
     /// Changes whenever a built-in table is ready; `None` without built-in tables.
     pub fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.sources.iter().find_map(|s| s.generated())

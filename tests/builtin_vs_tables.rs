@@ -39,30 +39,45 @@ fn store() -> &'static Store {
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
         common::sample_seed();
-        // Tables of 5 pieces only when asked for (TBSERVER_BUILTIN_TEST_PIECES).
-        let store = Store::new(dir, true).with_lazy_max_pieces(max_pieces());
-        let wanted = tbserver::builtin::with_dependencies(&materials(max_pieces()));
+        let store = Store::new(dir, true).with_lazy_max_pieces(5);
+        let wanted = tbserver::builtin::with_dependencies(&materials(5));
         let s = tbserver::builtin::generate_in(&store, &wanted, &|_| {}).expect("generate");
         report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
         store
     })
 }
 
-/// 4; less with `TBSERVER_BUILTIN_TEST_PIECES` for a quick run, 5 to
-/// check tables of 5 pieces too (each takes minutes and GiBs to generate:
-/// name them in `TBSERVER_BUILTIN_TEST_ONLY`).
+/// 4, or less with `TBSERVER_BUILTIN_TEST_PIECES` for a quick run: every
+/// table of 3..=that many pieces is checked.
 fn max_pieces() -> usize {
     std::env::var("TBSERVER_BUILTIN_TEST_PIECES").ok().and_then(|v| v.parse().ok()).unwrap_or(4)
 }
 
-/// The tables to check: all, or those named in `TBSERVER_BUILTIN_TEST_ONLY`
-/// (comma-separated, e.g. `KQvKR,KPvKP`) for a quick run.
+/// Tables of 5 pieces to check (generated with what they depend on, which
+/// takes about a minute for KNNvKN and two for KRBvKQ on 2 cores):
+/// `TBSERVER_BUILTIN_TEST_FIVE` (comma-separated, empty for none), KNNvKN
+/// by default: it has identical men, both sides' minor pieces and a
+/// Syzygy file in the shared data.
+fn five_piece_tables() -> Vec<Material> {
+    let names = std::env::var("TBSERVER_BUILTIN_TEST_FIVE").unwrap_or_else(|_| "KNNvKN".into());
+    names
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| Material::parse(n).filter(|m| m.pieces() == 5).unwrap_or_else(|| panic!("{n}: not a table of 5 pieces")).canonical())
+        .collect()
+}
+
+/// The tables to check with up to `max` pieces: every one of 3..=4 (see
+/// [`max_pieces`]) and [`five_piece_tables`], or of those only the ones
+/// named in `TBSERVER_BUILTIN_TEST_ONLY` (comma-separated, e.g.
+/// `KQvKR,KPvKP`) for a quick run.
 fn materials(max: usize) -> Vec<Material> {
     let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
-    all_materials(max.min(max_pieces()))
-        .into_iter()
-        .filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name()))
-        .collect()
+    let mut all = all_materials(max.min(max_pieces()).min(4));
+    if max >= 5 {
+        all.extend(five_piece_tables());
+    }
+    all.into_iter().filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name())).collect()
 }
 
 /// Quick-tier sample sizes per table and check (legal positions). With `n`

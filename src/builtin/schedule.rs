@@ -144,6 +144,19 @@ impl Progress {
     }
 }
 
+/// Where the tables of one material stand, as `/api/v1/tables/generate`
+/// tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum GenerationState {
+    /// It and every table it converts into can be probed.
+    Ready,
+    /// Queued or being generated.
+    Pending,
+    /// Not on disk and not asked for (a table larger than probes generate).
+    NotStarted,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TableState {

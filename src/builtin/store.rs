@@ -22,7 +22,7 @@ use super::{
     generate::{Board, Values, generate},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
-    schedule::{Progress, Queue},
+    schedule::{GenerationState, Progress, Queue},
     value,
 };
 
@@ -176,6 +176,9 @@ struct Inner {
     /// Tables of more pieces are generated only when asked for by name
     /// ([`Store::request_all`]), not because a lookup needs them.
     lazy_max_pieces: usize,
+    /// Some table of more pieces than that was on disk at start or has been
+    /// asked for: lookups may find it.
+    beyond_lazy: AtomicBool,
     /// Set once each, when the table is settled: opened, generated, or
     /// failed. Read without locking; never initialized by a waiting call.
     tables: Vec<OnceLock<Result<Arc<Table>, String>>>,
@@ -194,13 +197,14 @@ impl Store {
     /// them there); otherwise such tables are reported as missing. Lookups
     /// wait for tables being generated; see [`Store::never_wait`].
     pub fn new(dir: impl Into<PathBuf>, generate_missing: bool) -> Store {
-        Store {
+        let store = Store {
             inner: Arc::new(Inner {
                 dir: dir.into(),
                 generate_missing,
                 with_dtm50: true,
                 waiting: Waiting::Block,
                 lazy_max_pieces: material::DEFAULT_PIECES,
+                beyond_lazy: AtomicBool::new(false),
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
                 queue: Mutex::new(Queue::default()),
                 settled: Condvar::new(),
@@ -208,7 +212,24 @@ impl Store {
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
             }),
-        }
+        };
+        let on_disk = fs::read_dir(&store.inner.dir).into_iter().flatten().flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.strip_suffix(&format!(".{}", format::EXTENSION))
+                .and_then(Material::parse)
+                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
+        });
+        store.inner.beyond_lazy.store(on_disk, Ordering::SeqCst);
+        store
+    }
+
+    /// Most pieces of the positions lookups may answer: those of the tables
+    /// generated unasked, or [`material::MAX_PIECES`] once a larger table
+    /// is on disk or has been asked for.
+    pub fn max_pieces(&self) -> usize {
+        let i = &self.inner;
+        if i.beyond_lazy.load(Ordering::SeqCst) { material::MAX_PIECES } else { i.lazy_max_pieces }
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Inner)) -> Store {
@@ -256,6 +277,9 @@ impl Store {
     /// the background, behind the tables requests need.
     pub fn request_all(&self, materials: &[Material]) {
         let inner = &self.inner;
+        if materials.iter().any(|m| m.pieces() > inner.lazy_max_pieces) {
+            inner.beyond_lazy.store(true, Ordering::SeqCst);
+        }
         let mut q = inner.lock();
         for m in materials {
             if inner.tables[m.id()].get().is_none() {
@@ -278,6 +302,22 @@ impl Store {
         needed.push(material.clone());
         let q = inner.lock();
         q.progress(&material, &needed, |m| inner.is_settled(m), |m| Layout::new(m).size as u64)
+    }
+
+    /// Where the tables a position of `material` needs stand: ready,
+    /// pending (queued or being generated), or not started (the table
+    /// itself is not on disk and nobody asked for it).
+    pub fn generation_state(&self, material: &Material) -> (GenerationState, Progress) {
+        let material = material.canonical();
+        let progress = self.progress(&material);
+        let state = if progress.tables.is_empty() {
+            GenerationState::Ready
+        } else if self.inner.lock().is_queued(&material) || self.inner.is_settled(&material) || self.path_of(&material).exists() {
+            GenerationState::Pending
+        } else {
+            GenerationState::NotStarted
+        };
+        (state, progress)
     }
 
     /// How many tables this store has started to generate.

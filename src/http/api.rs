@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi};
 use crate::{
+    builtin::schedule::{GenerationState, Progress},
     error::ApiError,
     sources::TableInfo,
     probe::{self, MoveOrder},
@@ -137,4 +138,90 @@ pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
         max_pieces: tablebases.max_pieces(),
         tables,
     }, format)
+}
+
+/// `?material=KRBvKQ`
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MaterialQuery {
+    /// A table name: white's pieces, `v`, black's, kings included, 3 to 5
+    /// pieces in all (e.g. `KRBvKQ`; either colouring). Required.
+    #[param(required = true, example = "KRBvKQ")]
+    material: Option<String>,
+}
+
+/// How far the built-in tables of one material are.
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct GenerationStatus {
+    /// The table's canonical name (stronger side first), e.g. `KRBvKQ`.
+    material: String,
+    /// `ready` when it and every table it converts into can be probed;
+    /// `pending` while queued or being generated; `not_started` when it is
+    /// not on disk and nobody asked for it.
+    state: GenerationState,
+    /// The tables not ready yet, in generation order, with rough times.
+    progress: Progress,
+}
+
+fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result<crate::builtin::Material, ApiError> {
+    use crate::builtin::{Material, material::MAX_PIECES};
+    let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
+    let name = query.material.ok_or(ApiError::MissingParameter("material"))?;
+    Material::parse(&name)
+        .filter(|m| (3..=MAX_PIECES).contains(&m.pieces()))
+        .map(|m| m.canonical())
+        .ok_or_else(|| ApiError::InvalidParameter {
+            name: "material",
+            reason: format!("{name:?} is not a table name like KRBvKQ with 3 to {MAX_PIECES} pieces"),
+        })
+}
+
+fn generation_status(state: &AppState, query: Result<Query<MaterialQuery>, QueryRejection>, start: bool) -> Result<Response, ApiError> {
+    let material = material_param(query)?;
+    let (state, progress) = state.tablebases().generation(&material, start).ok_or(ApiError::BuiltinOff)?;
+    let pending = state == GenerationState::Pending;
+    let status = GenerationStatus { material: material.name(), state, progress };
+    let mut response = encoding::respond(&status, Format::Json);
+    if pending && start {
+        *response.status_mut() = axum::http::StatusCode::ACCEPTED;
+    }
+    Ok(response)
+}
+
+/// Generates the built-in table of a material (up to 5 pieces) and every
+/// table it converts into, in the background. Answers at once: 202 with
+/// the tables still to come and a rough time, or 200 when all are ready.
+/// Tables of 5 pieces take minutes each (and several GiB while they are
+/// generated); probes never start that work unasked.
+#[utoipa::path(
+    post, path = "/api/v1/tables/generate", tag = "tables", params(MaterialQuery),
+    responses(
+        (status = 202, description = "queued or being generated", body = GenerationStatus),
+        (status = 200, description = "ready to probe (or, after a GET, not started)", body = GenerationStatus),
+        (status = 400, description = "missing or invalid `material`", body = crate::error::ErrorBody),
+        (status = 409, description = "built-in tables are turned off", body = crate::error::ErrorBody),
+    )
+)]
+pub async fn generate_post(
+    State(state): State<AppState>,
+    query: Result<Query<MaterialQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    generation_status(&state, query, true)
+}
+
+/// How far the built-in tables of a material are, without starting
+/// anything (poll this after `POST`).
+#[utoipa::path(
+    get, path = "/api/v1/tables/generate", tag = "tables", params(MaterialQuery),
+    responses(
+        (status = 200, body = GenerationStatus),
+        (status = 400, description = "missing or invalid `material`", body = crate::error::ErrorBody),
+        (status = 409, description = "built-in tables are turned off", body = crate::error::ErrorBody),
+    )
+)]
+pub async fn generate_get(
+    State(state): State<AppState>,
+    query: Result<Query<MaterialQuery>, QueryRejection>,
+) -> Result<Response, ApiError> {
+    generation_status(&state, query, false)
 }

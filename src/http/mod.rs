@@ -265,6 +265,7 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(api::probe_get, api::probe_batch))
         .routes(routes!(api::mainline))
         .routes(routes!(api::tables))
+        .routes(routes!(api::generate_post, api::generate_get))
         .routes(routes!(analyse::analyse))
         .routes(routes!(analyse::analyse_stream))
         .routes(routes!(lichess::standard))

@@ -25,6 +25,7 @@ use crate::error::ErrorBody;
         (name = "probe", description = "tbserver's own API"),
         (name = "lichess", description = "The lichess tablebase API's fields and move order"),
         (name = "search", description = "The bounded DTM50-style search"),
+        (name = "tables", description = "Generating built-in tables on request"),
         (name = "operations", description = "Health, readiness, metrics, this document"),
         (name = "pages", description = "Browser pages and their assets"),
     )

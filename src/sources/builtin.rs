@@ -7,7 +7,11 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
 use crate::{
-    builtin::{self, Store, Unavailable, Waiting, schedule::Progress, value},
+    builtin::{
+        self, Store, Unavailable, Waiting,
+        schedule::{GenerationState, Progress},
+        value,
+    },
     config::{BuiltinConfig, BuiltinMode},
     domain::Source,
 };
@@ -45,7 +49,8 @@ impl BuiltinSource {
         if config.mode == BuiltinMode::Off {
             return BuiltinSource { store: None };
         }
-        let store = Store::new(&config.dir, true);
+        let lazy = config.lazy_max_pieces.clamp(builtin::material::DEFAULT_PIECES, builtin::material::MAX_PIECES);
+        let store = Store::new(&config.dir, true).with_lazy_max_pieces(lazy);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
         let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
@@ -86,7 +91,7 @@ impl TableSource for BuiltinSource {
     }
 
     fn max_pieces(&self) -> usize {
-        if self.store.is_some() { builtin::material::DEFAULT_PIECES } else { 0 }
+        self.store.as_ref().map_or(0, |s| s.max_pieces())
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
@@ -132,8 +137,17 @@ impl TableSource for BuiltinSource {
 
     fn progress(&self, material: &str) -> Option<Progress> {
         let store = self.store.as_ref()?;
-        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::DEFAULT_PIECES)?;
+        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::MAX_PIECES)?;
         Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
+    }
+
+    fn generation(&self, material: &builtin::Material, start: bool) -> Option<(GenerationState, Progress)> {
+        let store = self.store.as_ref()?;
+        let material = material.canonical();
+        if start {
+            store.request_all(&builtin::with_dependencies(std::slice::from_ref(&material)));
+        }
+        Some(store.generation_state(&material))
     }
 
     fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

@@ -122,6 +122,17 @@ pub trait TableSource: Send + Sync {
         None
     }
 
+    /// Asks for the tables of `material` (and every table it converts into)
+    /// to be generated when `start`, and tells how far they are; `None` for
+    /// sources that generate nothing.
+    fn generation(
+        &self,
+        _material: &crate::builtin::Material,
+        _start: bool,
+    ) -> Option<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress)> {
+        None
+    }
+
     /// Where this source waits for tables to be generated: changes whenever
     /// one is ready. `None` for sources that generate nothing.
     fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
