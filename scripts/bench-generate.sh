@@ -6,6 +6,9 @@
 # KRvK) is measured in the same run, so compare ratios across runs.
 #
 #   scripts/bench-generate.sh          # writes to a temporary directory
+#   scripts/bench-generate.sh KRBvKQ KNNvKN   # then each of these (5 pieces,
+#       with DTM50), alone, on top of the 3-4-piece tables: a first, untimed
+#       run makes the 5-piece tables it needs (and itself, deleted again)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin tbserver --example gen_one
@@ -20,5 +23,13 @@ measure() { # label, generate flags...
 }
 measure without-dtm50 --without-dtm50
 measure with-dtm50
+for table in "$@"; do
+  # Its 5-piece dependencies (promotions of pawn tables), untimed.
+  target/release/tbserver generate "$table" --out "$work/with-dtm50" >/dev/null 2>&1 || true
+  rm -f "$work/with-dtm50/$table.tbsb"
+  /usr/bin/time -f "%e %U %S %M" -o "$work/time" target/release/tbserver generate "$table" --out "$work/with-dtm50" >/dev/null 2>&1
+  awk -v label="$table" -v disk="$(du -h "$work/with-dtm50/$table.tbsb" | cut -f1)" \
+    '{ printf "%-16s wall %6.1f s  cpu %6.1f s  peak rss %5.2f GiB  disk %s\n", label, $1, $2 + $3, $4 / 1048576, disk }' "$work/time"
+done
 # KRvK alone (mean of 20 generations) and the perft baseline.
 target/release/examples/gen_one KRvK "$work/with-dtm50" 20 2>/dev/null

@@ -5,7 +5,9 @@
 #    to move) against Syzygy (WDL50; DTZ50'' on the side each .rtbz stores),
 #    Gaviota (DTM, 3 pieces), its
 #    own successors (DTZ, DTM, and DTM50 at every half-move clock) and, where
-#    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs);
+#    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs); likewise the
+#    5-piece tables KNNvKN and KRBvKQ, generated first (about 3 minutes;
+#    TBSERVER_BUILTIN_TEST_FIVE names others, e.g. all 13 of ../shared);
 #  - chesstb's tables (shipping format) against the built-in tables: WDL,
 #    DTZ, DTM and DTM50 at every clock 0-99 on every position of every
 #    3-4-piece material whose side to move the files store, 1 in 8 of the
@@ -16,13 +18,13 @@
 # Each check prints what it compared; the script prints its time. Needs
 # ../shared (or TBSERVER_SHARED_DIR), like the tests.
 #
-#   scripts/verify-all.sh            # about 15 min on 2 cores
+#   scripts/verify-all.sh            # about 25 min on 2 cores
 #   TBSERVER_BUILTIN_TEST_ONLY=KQvKR,KPvKP scripts/verify-all.sh   # some tables
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export TBSERVER_EXHAUSTIVE=1
 start=$SECONDS
-cargo test --release --test builtin_vs_tables
+TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo test --release --test builtin_vs_tables
 cargo test --release --test chesstb_vs_builtin
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
 echo "exhaustive tier: passed in $((SECONDS - start)) s"

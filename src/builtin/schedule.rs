@@ -30,6 +30,10 @@ struct Running {
 /// rate (2 cores, DTM50 included, two tables at once).
 const DEFAULT_POSITIONS_PER_S: f64 = 4.0e6;
 
+/// Index positions above which a table is generated alone (every table of
+/// 5 pieces has 335 million or more; those of 4 at most 9.4 million).
+const LARGE_POSITIONS: u64 = 64 << 20;
+
 #[derive(Default)]
 pub(super) struct Queue {
     wanted: Vec<Wanted>,
@@ -63,9 +67,13 @@ impl Queue {
     }
 
     /// Takes the first wanted table whose dependencies are all settled and
-    /// marks it running.
+    /// marks it running. Large tables run one at a time: each uses both
+    /// cores by itself, and two would need twice the memory.
     pub fn next(&mut self, settled: impl Fn(&Material) -> bool, positions: impl Fn(&Material) -> u64) -> Option<Material> {
-        let i = self.wanted.iter().position(|w| w.material.dependencies().iter().all(&settled))?;
+        let large_running = self.running.iter().any(|r| r.positions > LARGE_POSITIONS);
+        let i = self.wanted.iter().position(|w| {
+            w.material.dependencies().iter().all(&settled) && !(large_running && positions(&w.material) > LARGE_POSITIONS)
+        })?;
         let Wanted { material, .. } = self.wanted.remove(i);
         self.running.push(Running { positions: positions(&material), material: material.clone(), started: Instant::now() });
         Some(material)
@@ -201,6 +209,22 @@ mod tests {
         }
         assert_eq!(order, ["KRvK", "KQvK", "KPvK"]);
         assert!(!q.is_queued(&m("KPvK")));
+    }
+
+    #[test]
+    fn large_tables_run_one_at_a_time() {
+        let mut q = Queue::default();
+        for name in ["KRBvKQ", "KNNvKN", "KQvK"] {
+            q.want(&m(name), false);
+        }
+        let size = |m: &Material| crate::builtin::index::Layout::new(m).size as u64;
+        let first = q.next(|_| true, size).unwrap();
+        assert_eq!(first.name(), "KQvK", "fewer pieces first");
+        let second = q.next(|_| true, size).unwrap();
+        assert_eq!(second.pieces(), 5);
+        assert!(q.next(|_| true, size).is_none(), "a second table of 5 pieces waits");
+        q.finish(&second, Some(60.0));
+        assert_eq!(q.next(|_| true, size).unwrap().pieces(), 5);
     }
 
     #[test]
