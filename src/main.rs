@@ -230,9 +230,7 @@ fn generate(tables: &[String], pieces: usize, out: Option<PathBuf>, without_dtm5
         tables
             .iter()
             .map(|name| {
-                Material::parse(name)
-                    .filter(|m| (3..=material::MAX_PIECES).contains(&m.pieces()))
-                    .map(|m| m.canonical())
+                Material::parse_table(name)
                     .ok_or_else(|| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES))
             })
             .collect::<Result<Vec<_>, _>>()?

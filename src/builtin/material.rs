@@ -43,6 +43,12 @@ impl Material {
         Some(Material::new(side(w)?, side(b)?))
     }
 
+    /// Parses the name of a built-in table (3 to [`MAX_PIECES`] pieces, in
+    /// either colouring) into its canonical material.
+    pub fn parse_table(name: &str) -> Option<Material> {
+        Material::parse(name).filter(|m| (3..=MAX_PIECES).contains(&m.pieces())).map(|m| m.canonical())
+    }
+
     pub fn pieces(&self) -> usize {
         2 + self.white.len() + self.black.len()
     }

@@ -31,7 +31,7 @@ pub use store::{Store, Table, Unavailable, Waiting};
 #[error("built-in tables: {0}")]
 pub struct BuiltinError(pub String);
 
-/// What [`generate_all`] did.
+/// What [`generate_in`] did.
 #[derive(Debug, Clone, Default)]
 pub struct Summary {
     pub tables: usize,
@@ -43,31 +43,6 @@ pub struct Summary {
     /// of one stage run in parallel), and the part spent on DTM50.
     pub table_secs: f64,
     pub dtm50_secs: f64,
-}
-
-/// Opens or generates every table of 3..=`max_pieces` pieces in `out_dir`,
-/// in dependency order, two at a time. `progress` is called after each
-/// table, in generation order.
-/// `with_dtm50`: also DTM50 (see [`Store::without_dtm50`]).
-pub fn generate_all(
-    max_pieces: usize,
-    out_dir: &Path,
-    with_dtm50: bool,
-    progress: &(dyn Fn(&Table) + Sync),
-) -> Result<Summary, BuiltinError> {
-    generate_tables(&material::all_materials(max_pieces.min(material::MAX_PIECES)), out_dir, with_dtm50, progress)
-}
-
-/// Like [`generate_all`] for `targets` and every table they convert into.
-pub fn generate_tables(
-    targets: &[Material],
-    out_dir: &Path,
-    with_dtm50: bool,
-    progress: &(dyn Fn(&Table) + Sync),
-) -> Result<Summary, BuiltinError> {
-    let store = Store::new(out_dir, true).with_lazy_max_pieces(material::MAX_PIECES);
-    let store = if with_dtm50 { store } else { store.without_dtm50() };
-    generate_in(&store, &with_dependencies(targets), progress)
 }
 
 /// `targets` and every table they convert into, in generation order.

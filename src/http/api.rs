@@ -167,13 +167,10 @@ fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result
     use crate::builtin::{Material, material::MAX_PIECES};
     let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
     let name = query.material.ok_or(ApiError::MissingParameter("material"))?;
-    Material::parse(&name)
-        .filter(|m| (3..=MAX_PIECES).contains(&m.pieces()))
-        .map(|m| m.canonical())
-        .ok_or_else(|| ApiError::InvalidParameter {
-            name: "material",
-            reason: format!("{name:?} is not a table name like KRBvKQ with 3 to {MAX_PIECES} pieces"),
-        })
+    Material::parse_table(&name).ok_or_else(|| ApiError::InvalidParameter {
+        name: "material",
+        reason: format!("{name:?} is not a table name like KRBvKQ with 3 to {MAX_PIECES} pieces"),
+    })
 }
 
 fn generation_status(state: &AppState, query: Result<Query<MaterialQuery>, QueryRejection>, start: bool) -> Result<Response, ApiError> {

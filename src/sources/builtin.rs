@@ -137,7 +137,7 @@ impl TableSource for BuiltinSource {
 
     fn progress(&self, material: &str) -> Option<Progress> {
         let store = self.store.as_ref()?;
-        let m = builtin::Material::parse(material).filter(|m| m.pieces() <= builtin::material::MAX_PIECES)?;
+        let m = builtin::Material::parse_table(material)?;
         Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
     }
 
