@@ -291,6 +291,9 @@ impl Scratch {
 /// the move counters it was set up from may be reused.
 pub struct Prepared<'a> {
     members: &'a [u32],
+    /// The layer's first index: the scratch words and `exit` are by index
+    /// less `base`.
+    base: usize,
     exit: &'a [u16],
     /// Members by the distance of their winning (losing) best zeroing move.
     win_exits: Vec<Vec<u32>>,
@@ -303,9 +306,11 @@ pub struct Prepared<'a> {
 /// moves (mated or stalemated); `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics
-/// (copied: the caller may count them down meanwhile).
+/// (copied: the caller may count them down meanwhile). `exit`, `counter`
+/// and the scratch words are by index less `base`, the layer's first.
 pub fn prepare_layer<'a>(
     members: &'a [u32],
+    base: usize,
     counter: &[u8],
     exit: &'a [u16],
     terminal: &[u16],
@@ -313,7 +318,9 @@ pub fn prepare_layer<'a>(
     out: &mut Builder,
 ) -> Prepared<'a> {
     let state = &mut scratch.state[..];
-    let mut p = Prepared { members, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
+    // Words of the previous layer would read as positions in play.
+    state.fill(State(0));
+    let mut p = Prepared { members, base, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
         if v.len() <= n {
             v.resize_with(n + 1, Vec::new);
@@ -321,9 +328,9 @@ pub fn prepare_layer<'a>(
         v[n].push(idx);
     };
     for &idx in members {
-        let i = idx as usize;
-        let (t, e) = (terminal[i], exit[i]);
-        let mut st = State(if t == DRAW { 0 } else { IN_PLAY } | (counter[i] as u32) << 8);
+        let (i, j) = (idx as usize, idx as usize - base);
+        let (t, e) = (terminal[i], exit[j]);
+        let mut st = State(if t == DRAW { 0 } else { IN_PLAY } | (counter[j] as u32) << 8);
         st.set_thr(NONE_YET);
         if t == value::loss(0) {
             st.set_thr(MATED);
@@ -334,14 +341,14 @@ pub fn prepare_layer<'a>(
         } else if value::is_loss(e) {
             at(&mut p.loss_exits, value::plies(e) as usize, idx);
         }
-        state[i] = st;
+        state[j] = st;
     }
     p
 }
 
 /// Solves a layer set up by [`prepare_layer`].
 pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &mut Builder) {
-    let Prepared { members, exit, mut win_exits, mut loss_exits, mated } = prepared;
+    let Prepared { members, base, exit, mut win_exits, mut loss_exits, mated } = prepared;
     let state = &mut scratch.state[..];
     // Losses found at the previous distance, with their new clock.
     let mut lost: Vec<(u32, i8)> = mated;
@@ -351,7 +358,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
     // Largest clock at which `p` (whose non-zeroing moves all reach
     // positions won at some clock ≥ 1) is lost within `n` plies.
     let lost_until = |p: u32, n: usize, state: &[State]| -> i8 {
-        let e = exit[p as usize];
+        let e = exit[p as usize - base];
         let mut u = if e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n) {
             LAST_MOVE_CLOCK as i8
         } else {
@@ -359,7 +366,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         };
         // Illegal indexes read an empty word (a member's word never is).
         for_each_quiet_child(l, &l.unchecked_pos(p), |qi| {
-            let q = state[qi];
+            let q = state[qi - base];
             if q.0 != 0 {
                 u = u.min((q.thr() - 1).max(NONE_YET));
             }
@@ -379,13 +386,13 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         lost.sort_unstable_by_key(|&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
         recompute.clear();
-        let base = state.as_ptr();
-        let ahead = |qi: usize| prefetch(base.wrapping_add(qi));
+        let at = state.as_ptr().wrapping_sub(base);
+        let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
         for_each_unmove_prefetched(l, won.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
-            let t_new = state[r as usize].thr();
+            let t_new = state[r as usize - base].thr();
             for &qi in preds {
                 let qi = qi as usize;
-                let q = &mut state[qi];
+                let q = &mut state[qi - base];
                 if !q.in_play() {
                     continue;
                 }
@@ -409,7 +416,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         });
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
-                let q = &mut state[idx as usize];
+                let q = &mut state[idx as usize - base];
                 if q.counter() == 0 && !q.stamped(loss_stamp) {
                     q.stamp(loss_stamp);
                     recompute.push(idx);
@@ -420,8 +427,8 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         recompute.sort_unstable();
         for &p in &recompute {
             let u = lost_until(p, n, state);
-            if u > state[p as usize].thr() {
-                state[p as usize].set_thr(u);
+            if u > state[p as usize - base].thr() {
+                state[p as usize - base].set_thr(u);
                 out.record(p, value::loss(n as u16), u);
                 lost_now.push((p, u));
             }
@@ -430,7 +437,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         // Wins at n: one move to a position lost at n - 1.
         let mut won_now: Vec<(u32, i8)> = Vec::new();
         let mut raise = |pi: usize, clock: i8, state: &mut [State]| {
-            let p = &mut state[pi];
+            let p = &mut state[pi - base];
             if clock > p.thr() {
                 if !p.stamped(win_stamp) {
                     p.stamp(win_stamp);
@@ -439,12 +446,12 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
                 p.set_thr(clock);
             }
         };
-        let base = state.as_ptr();
-        let ahead = |pi: usize| prefetch(base.wrapping_add(pi));
+        let at = state.as_ptr().wrapping_sub(base);
+        let ahead = |pi: usize| prefetch(at.wrapping_add(pi));
         for_each_unmove_prefetched(l, lost.iter().copied(), |(q, _)| q, ahead, |(_, u), preds| {
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
             for &pi in preds {
-                if state[pi as usize].in_play() {
+                if state[pi as usize - base].in_play() {
                     raise(pi as usize, clock, state);
                 }
             }
@@ -455,7 +462,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
             }
         }
         for &(p, _) in &won_now {
-            out.record(p, value::win(n as u16), state[p as usize].thr());
+            out.record(p, value::win(n as u16), state[p as usize - base].thr());
         }
         won = won_now;
         lost = lost_now;

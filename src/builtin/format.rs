@@ -26,7 +26,7 @@ use std::io::{self, Cursor, Seek, SeekFrom, Write};
 use super::{dtm50::Dtm50Data, material::Material};
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 pub const HEADER_LEN: usize = 64;
 pub const METRIC_DTZ: u32 = 1;
 pub const METRIC_DTM: u32 = 2;

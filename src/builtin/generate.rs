@@ -110,71 +110,71 @@ fn generate_with(
 ) -> Result<Generated, String> {
     use rayon::prelude::*;
 
-    // Legal positions by layer, in index order.
-    let chunks: Vec<Vec<Vec<u32>>> = (0..l.size.div_ceil(EXIT_CHUNK))
-        .into_par_iter()
-        .map(|c| {
-            let mut layers = vec![Vec::new(); l.layers()];
-            for idx in (c * EXIT_CHUNK..l.size.min((c + 1) * EXIT_CHUNK)).map(|i| i as u32) {
-                if let Some(p) = l.decode(idx) {
-                    layers[l.layer(&p.sq)].push(idx);
-                }
-            }
-            layers
-        })
-        .collect();
-    let layers: Vec<Vec<u32>> =
-        (0..l.layers()).map(|k| chunks.iter().flat_map(|c| c[k].iter().copied()).collect()).collect();
-    drop(chunks);
-    let legal_positions = layers.iter().map(|v| v.len() as u64).sum();
     // Illegal indexes are marked so that `solve` can skip un-moves into them
     // by the value it reads anyway, without testing for check.
     let (mut dtz, mut dtm) = (filled(l.size, ILLEGAL), filled(l.size, ILLEGAL));
-    for &idx in layers.iter().flatten() {
-        dtz[idx as usize] = UNKNOWN;
-        dtm[idx as usize] = UNKNOWN;
-    }
     let mut dtm50 = dtm50::Builder::new(l.size);
-    // Per position: its non-zeroing moves (counted down by `solve`), and
+    // Working memory for one layer (indexes `base..base + span`), reused:
+    // per position its non-zeroing moves (counted down by `solve`), and
     // its best zeroing move by DTZ50'' and by the mate metric (DTM50 at
     // clock 0, or DTM; see `Mate`).
-    let mut counter = filled(l.size, 0u8);
-    let mut exit_dtz = filled(l.size, UNKNOWN);
-    let mut exit_mate = filled(l.size, UNKNOWN);
+    let span = l.layer_span();
+    let mut counter = filled(span, 0u8);
+    let mut exit_dtz = filled(span, UNKNOWN);
+    let mut exit_mate = filled(span, UNKNOWN);
     // Without DTM50, DTM is solved beside DTZ50'' and needs its own counters.
-    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(l.size, 0u8) };
-    let mut scratch = dtm50::Scratch::new(if with_dtm50 { l.size } else { 0 });
+    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(span, 0u8) };
+    let mut scratch = dtm50::Scratch::new(if with_dtm50 { span } else { 0 });
     let mut dtm50_secs = 0.0;
+    let mut legal_positions = 0;
     let mate = if with_dtm50 { Mate::Dtm50 } else { Mate::Dtm };
-    for members in layers.iter().rev() {
+    for layer in l.layer_order() {
         if cancel.load(Ordering::Relaxed) {
             return Err("generation cancelled".into());
         }
-        let exits = Exits { counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+        let base = layer * span;
+        // The layer's legal positions, in index order.
+        let members: Vec<u32> = (base..base + span)
+            .into_par_iter()
+            .step_by(EXIT_CHUNK)
+            .flat_map_iter(|lo| {
+                (lo as u32..(lo + EXIT_CHUNK).min(base + span) as u32).filter(|&idx| l.decode(idx).is_some())
+            })
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        legal_positions += members.len() as u64;
+        for &idx in &members {
+            dtz[idx as usize] = UNKNOWN;
+            dtm[idx as usize] = UNKNOWN;
+        }
+        let members = &members[..];
+        let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
         exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, mate, exits)?;
         for &idx in members {
-            let i = idx as usize;
-            if let Some(v) = terminal(exit_dtz[i]) {
+            let (i, j) = (idx as usize, idx as usize - base);
+            if let Some(v) = terminal(exit_dtz[j]) {
                 dtz[i] = v;
                 dtm[i] = v;
-                exit_dtz[i] = UNKNOWN;
+                exit_dtz[j] = UNKNOWN;
             }
         }
         if !with_dtm50 {
             for &idx in members {
-                dtm_counter[idx as usize] = counter[idx as usize];
+                dtm_counter[idx as usize - base] = counter[idx as usize - base];
             }
             rayon::join(
-                || solve(l, members, &mut counter, &exit_dtz, &mut dtz),
-                || solve(l, members, &mut dtm_counter, &exit_mate, &mut dtm),
+                || solve(l, members, base, &mut counter, &exit_dtz, &mut dtz),
+                || solve(l, members, base, &mut dtm_counter, &exit_mate, &mut dtm),
             );
             continue;
         }
         // DTM holds only the layer's terminal values here, as DTM50 wants.
         let start = std::time::Instant::now();
-        let prepared = dtm50::prepare_layer(members, &counter, &exit_mate, &dtm, &mut scratch, &mut dtm50);
+        let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm, &mut scratch, &mut dtm50);
         let ((), secs) = rayon::join(
-            || solve(l, members, &mut counter, &exit_dtz, &mut dtz),
+            || solve(l, members, base, &mut counter, &exit_dtz, &mut dtz),
             || {
                 dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
@@ -185,13 +185,12 @@ fn generate_with(
             // A win or loss beyond 100 plies, or one the 50-move rule turns
             // into a draw: solve DTM the long way, its exits found again
             // (the counters are spent, the mate exits were by DTM50).
-            let exits = Exits { counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+            let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
             exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, Mate::Dtm, exits)?;
             for &idx in members {
-                let i = idx as usize;
-                dtm[i] = terminal(exit_dtz[i]).unwrap_or(UNKNOWN);
+                dtm[idx as usize] = terminal(exit_dtz[idx as usize - base]).unwrap_or(UNKNOWN);
             }
-            solve(l, members, &mut counter, &exit_mate, &mut dtm);
+            solve(l, members, base, &mut counter, &exit_mate, &mut dtm);
         }
     }
     for v in dtz.iter_mut().chain(dtm.iter_mut()) {
@@ -213,8 +212,9 @@ enum Mate {
     Dtm,
 }
 
-/// What the exits pass writes, by index.
+/// What the exits pass writes, by index less `base` (the first of the layer).
 struct Exits<'a> {
+    base: usize,
     /// Non-zeroing moves, weighted by symmetry.
     counter: &'a mut [u8],
     /// The best zeroing move by DTZ50'' ([`UNKNOWN`] if none), or for a
@@ -259,7 +259,7 @@ fn exits_pass(
         .zip(out.mate.par_chunks_mut(EXIT_CHUNK))
         .enumerate()
         .try_for_each(|(c, ((counter, exit_dtz), exit_mate))| {
-            let lo = c * EXIT_CHUNK;
+            let lo = out.base + c * EXIT_CHUNK;
             let first = members.partition_point(|&m| (m as usize) < lo);
             let end = members.partition_point(|&m| (m as usize) < lo + EXIT_CHUNK);
             for &idx in &members[first..end] {
@@ -395,9 +395,10 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
 
 /// Solves one layer for one metric. `exit` holds each position's best move
 /// out of the layer, `counter` its non-zeroing moves, which this counts
-/// down (its un-moves stay inside the layer); terminal positions are
-/// already set in `values`, illegal ones are [`ILLEGAL`].
-fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
+/// down (its un-moves stay inside the layer), both by index less `base`;
+/// terminal positions are already set in `values`, illegal ones are
+/// [`ILLEGAL`].
+fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
     const STORED: u32 = 1 << 31;
@@ -416,10 +417,10 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
             }
             continue;
         }
-        let e = exit[i];
+        let e = exit[i - base];
         if value::is_win(e) {
             push(&mut buckets, value::plies(e) as usize, (idx, e));
-        } else if counter[i] == 0 {
+        } else if counter[i - base] == 0 {
             if value::is_loss(e) {
                 push(&mut buckets, value::plies(e) as usize, (idx, e));
             } else {
@@ -451,7 +452,7 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
         let (values_at, counter_at) = (values.as_ptr(), counter.as_ptr());
         let ahead = |qi: usize| {
             prefetch(values_at.wrapping_add(qi));
-            prefetch(counter_at.wrapping_add(qi));
+            prefetch(counter_at.wrapping_add(qi.wrapping_sub(base)));
         };
         for_each_unmove_prefetched(l, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
             let lost = value::is_loss(v);
@@ -469,11 +470,12 @@ fn solve(l: &Layout, members: &[u32], counter: &mut [u8], exit: &[u16], values: 
                     found.push((qi as u32 | STORED, values[qi]));
                     continue;
                 }
-                counter[qi] = counter[qi].checked_sub(1).expect("move counter in step with un-moves");
-                if counter[qi] > 0 {
+                let c = &mut counter[qi - base];
+                *c = c.checked_sub(1).expect("move counter in step with un-moves");
+                if *c > 0 {
                     continue;
                 }
-                let e = exit[qi];
+                let e = exit[qi - base];
                 if value::is_loss(e) && value::plies(e) as usize > next {
                     later.push((value::plies(e) as usize, (qi as u32, e)));
                 } else if e == UNKNOWN || value::is_loss(e) {

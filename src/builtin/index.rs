@@ -6,6 +6,12 @@
 //! (left-right mirror). Ties (white king on the a1–h8 diagonal, identical
 //! pieces) are broken by taking the smallest index, so every position has
 //! exactly one index; other index values are simply unused.
+//!
+//! Digits, most significant first: the rank of each pawn, then the side to
+//! move, then each man's square (a pawn's file only). So the positions with
+//! the same pawn ranks, a *layer*, fill one contiguous range of
+//! [`Layout::layer_span`] indexes: the generator needs working memory for
+//! one layer at a time, not for the whole table.
 
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
@@ -128,14 +134,17 @@ pub struct Layout {
     /// Men `start..end` are the same piece (at most one such group up to
     /// 5 men): their squares are stored sorted. Empty if none.
     identical: std::ops::Range<usize>,
-    /// Size of each man's index digit.
+    /// Size of each man's low digit: its square, a pawn's file only.
     radix: Vec<u32>,
-    /// Index weight of each man's digit (0 for absent men).
+    /// Index weight of each man's low digit (0 for absent men).
     stride: [u32; MAX_MEN],
-    /// Digit offset of each man: 8 for pawns (ranks 2–7 only), else 0.
-    offset: [u8; MAX_MEN],
-    /// Positions per side to move.
-    pub per_side: usize,
+    /// Index weight of each man's rank: `8 * stride` for pieces (so that
+    /// file and rank make the square digit), a high digit for pawns.
+    rank_stride: [u32; MAX_MEN],
+    /// Rank offset of each man: 1 for pawns (ranks 2–7 only), else 0.
+    rank_offset: [u8; MAX_MEN],
+    /// Index weight of the side to move: black adds it.
+    turn_stride: u32,
     pub size: usize,
 }
 
@@ -184,28 +193,37 @@ impl Layout {
             .enumerate()
             .map(|(i, &(_, role))| match (i, role) {
                 (0, _) => if pawns { 32 } else { 10 },
-                (_, Role::Pawn) => 48,
+                // A pawn's low digit is its file; its rank is a high digit.
+                (_, Role::Pawn) => 8,
                 _ => 64,
             })
             .collect();
-        let per_side = radix.iter().map(|&r| r as usize).product();
-        let mut stride = [0u32; MAX_MEN];
-        let mut offset = [0u8; MAX_MEN];
+        let is_pawn = |i: usize| i > 0 && men[i].1 == Role::Pawn;
+        let (mut stride, mut rank_stride, mut rank_offset) = ([0u32; MAX_MEN], [0u32; MAX_MEN], [0u8; MAX_MEN]);
         let mut w = 1;
         for i in (0..n).rev() {
             stride[i] = w;
+            rank_stride[i] = 8 * w;
             w *= radix[i];
-            offset[i] = if i > 0 && men[i].1 == Role::Pawn { 8 } else { 0 };
         }
-        Layout { material: material.clone(), men, n, pawns, identical, radix, stride, offset, per_side, size: 2 * per_side }
+        let turn_stride = w;
+        w *= 2;
+        for i in (0..n).rev().filter(|&i| is_pawn(i)) {
+            rank_stride[i] = w;
+            rank_offset[i] = 1;
+            w *= 6;
+        }
+        let size = w as usize;
+        Layout { material: material.clone(), men, n, pawns, identical, radix, stride, rank_stride, rank_offset, turn_stride, size }
     }
 
     #[inline]
     fn raw_index(&self, sq: &Squares, turn: Color) -> u32 {
-        let mut idx = turn.fold_wb(0, self.per_side as u32) + self.king_digit(sq[0]) * self.stride[0];
+        let mut idx = turn.fold_wb(0, self.turn_stride) + self.king_digit(sq[0]) * self.stride[0];
         for i in 1..MAX_MEN {
-            // Absent men have stride 0; wrapping keeps their garbage harmless.
-            idx = idx.wrapping_add((sq[i].wrapping_sub(self.offset[i]) as u32).wrapping_mul(self.stride[i]));
+            // Absent men have strides 0; wrapping keeps their garbage harmless.
+            let (file, rank) = ((sq[i] & 7) as u32, (sq[i] >> 3).wrapping_sub(self.rank_offset[i]) as u32);
+            idx = idx.wrapping_add(file.wrapping_mul(self.stride[i])).wrapping_add(rank.wrapping_mul(self.rank_stride[i]));
         }
         idx
     }
@@ -260,7 +278,7 @@ impl Layout {
     /// (see [`Steps`]).
     #[inline]
     pub fn steps(&self, from: &Squares, moved: usize, turn: Color) -> Steps {
-        debug_assert_eq!(self.offset[moved], 0, "pieces other than pawns have no digit offset");
+        debug_assert_eq!(self.rank_stride[moved], 8 * self.stride[moved], "a piece's square is one digit");
         let stride = self.stride[moved];
         let wk = from[0];
         if moved == 0 {
@@ -333,21 +351,26 @@ impl Layout {
             // Division by constants compiles to multiplications and shifts.
             let (d, r) = match self.radix[i] {
                 64 => (rest % 64, rest / 64),
-                48 => (rest % 48, rest / 48),
                 32 => (rest % 32, rest / 32),
                 10 => (rest % 10, rest / 10),
+                8 => (rest % 8, rest / 8),
                 radix => (rest % radix, rest / radix),
             };
             rest = r;
             sq[i] = if i == 0 {
                 if self.pawns { ((d / 4) * 8 + d % 4) as u8 } else { TRIANGLE_SQUARES[d as usize] }
-            } else if self.men[i].1 == Role::Pawn {
-                (d + 8) as u8
             } else {
                 d as u8
             };
         }
-        let turn = if rest == 0 { Color::White } else { Color::Black };
+        let turn = if rest & 1 == 0 { Color::White } else { Color::Black };
+        rest >>= 1;
+        if self.pawns {
+            for i in (1..self.n).rev().filter(|&i| self.rank_offset[i] != 0) {
+                sq[i] += ((rest % 6 + 1) * 8) as u8;
+                rest /= 6;
+            }
+        }
         Pos { sq, turn }
     }
 
@@ -409,24 +432,31 @@ impl Layout {
         if (2..self.n).all(|i| t[i] == a[i]) { 2 } else { 1 }
     }
 
-    /// Pawn progress: every pawn move increases it, other moves keep it.
-    pub fn layer(&self, sq: &Squares) -> usize {
-        let mut l = 0;
-        for i in 2..self.n {
-            let (c, role) = self.men[i];
-            if role == Role::Pawn {
-                let rank = (sq[i] >> 3) as usize;
-                l += match c {
-                    Color::White => rank - 1,
-                    Color::Black => 6 - rank,
-                };
-            }
-        }
-        l
+    /// Indexes per layer (positions with the same pawn ranks, both sides to
+    /// move): layer `k` is `k * layer_span..(k + 1) * layer_span`.
+    pub fn layer_span(&self) -> usize {
+        2 * self.turn_stride as usize
     }
 
-    pub fn layers(&self) -> usize {
-        1 + 5 * self.material.pawns()
+    /// The layers in the order the generator solves them: every pawn move
+    /// leads to a layer earlier in this order (more pawn progress), other
+    /// moves stay in their layer.
+    pub fn layer_order(&self) -> Vec<usize> {
+        let layers = self.size / self.layer_span();
+        let progress = |k: usize| {
+            let mut rest = k;
+            let mut sum = 0;
+            for i in (1..self.n).rev().filter(|&i| self.rank_offset[i] != 0) {
+                // 0 for a pawn on rank 2, 5 on rank 7.
+                let rank = rest % 6;
+                rest /= 6;
+                sum += self.men[i].0.fold_wb(rank, 5 - rank);
+            }
+            sum
+        };
+        let mut order: Vec<usize> = (0..layers).collect();
+        order.sort_by_key(|&k| std::cmp::Reverse(progress(k)));
+        order
     }
 }
 
@@ -436,7 +466,7 @@ mod tests {
 
     #[test]
     fn every_legal_position_decodes_to_its_index() {
-        for name in ["KRvK", "KNNvK", "KPvKP", "KBvKN"] {
+        for name in ["KRvK", "KNNvK", "KPvKP", "KBvKN", "KPPvK"] {
             let l = Layout::new(&Material::parse(name).unwrap());
             let mut valid = 0;
             for idx in 0..l.size as u32 {
@@ -451,6 +481,46 @@ mod tests {
                 }
             }
             assert!(valid > 0);
+        }
+    }
+
+    /// A layer is a contiguous range; pawn moves lead to layers solved
+    /// earlier, piece moves stay in their layer.
+    #[test]
+    fn layers_are_ranges_ordered_by_pawn_progress() {
+        for name in ["KPvK", "KPvKP", "KPPvK", "KRvKP"] {
+            let l = Layout::new(&Material::parse(name).unwrap().canonical());
+            let order = l.layer_order();
+            let rank_of = |k: usize| order.iter().position(|&o| o == k).unwrap();
+            assert_eq!(order.len(), 6usize.pow(l.material.pawns() as u32), "{name}");
+            let (mut pushes, mut quiet) = (0u64, 0u64);
+            for idx in (0..l.size as u32).step_by(11) {
+                let Some(p) = l.decode(idx) else { continue };
+                let layer = idx as usize / l.layer_span();
+                for i in 1..l.n {
+                    let from = p.sq[i];
+                    let pawn = l.men[i].1 == Role::Pawn;
+                    let targets: Vec<u8> = if pawn {
+                        let to = from as i32 + l.men[i].0.fold_wb(8, -8);
+                        if (8..56).contains(&to) { vec![to as u8] } else { vec![] }
+                    } else {
+                        (0..64).collect()
+                    };
+                    for t in targets.into_iter().filter(|t| !p.sq[..l.n].contains(t)) {
+                        let mut sq = p.sq;
+                        sq[i] = t;
+                        let child = l.index(&Pos { sq, turn: !p.turn }) as usize / l.layer_span();
+                        if pawn {
+                            assert!(rank_of(child) < rank_of(layer), "{name} {idx}: pawn move to a layer solved later");
+                            pushes += 1;
+                        } else {
+                            assert_eq!(child, layer, "{name} {idx}");
+                            quiet += 1;
+                        }
+                    }
+                }
+            }
+            assert!(pushes > 1000 && quiet > 10_000, "{name}: {pushes} pawn moves, {quiet} piece moves");
         }
     }
 
