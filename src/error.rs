@@ -16,8 +16,10 @@ pub enum ApiError {
     IllegalPosition(String),
     #[error("the position has castling rights; endgame tables cover only positions without them")]
     CastlingRights,
-    #[error("the position has {pieces} pieces; the configured tables cover at most {max}")]
-    TooManyPieces { pieces: usize, max: usize },
+    /// `generate`: the table name, when the built-in tables can make it on
+    /// request (`POST /api/v1/tables/generate`).
+    #[error("the position has {pieces} pieces; the configured tables cover at most {max}{}", generate_hint(.generate))]
+    TooManyPieces { pieces: usize, max: usize, generate: Option<String> },
     #[error("no table covers {material}; missing: {missing}")]
     MissingTable { material: String, missing: String },
     #[error("{0}")]
@@ -65,6 +67,15 @@ pub enum ApiError {
     /// A rejection by the HTTP framework that has no code of its own.
     #[error("{message}")]
     Rejected { status: u16, message: String },
+}
+
+fn generate_hint(material: &Option<String>) -> String {
+    match material {
+        Some(m) => format!(
+            " until the built-in table {m} is generated: POST /api/v1/tables/generate?material={m} makes it (minutes of work)"
+        ),
+        None => String::new(),
+    }
 }
 
 impl ApiError {
@@ -145,7 +156,7 @@ impl ApiError {
             ApiError::InvalidFen(s()),
             ApiError::IllegalPosition(s()),
             ApiError::CastlingRights,
-            ApiError::TooManyPieces { pieces: 0, max: 0 },
+            ApiError::TooManyPieces { pieces: 0, max: 0, generate: None },
             ApiError::MissingTable { material: s(), missing: s() },
             ApiError::Table(TableError { table: s(), reason: s() }),
             ApiError::Generating(Box::new(Progress::ready(s()))),

@@ -76,6 +76,9 @@ fn a_five_piece_table_is_generated_on_request_then_answers_exactly() {
     let drawn = "8/8/8/8/1k6/8/8/KNN3n1 w - - 0 1";
     let (status, body) = send(client.get(api(&format!("/api/v1/probe?fen={}", drawn.replace(' ', "_")))));
     assert_eq!((status, body["error"]["code"].as_str()), (422, Some("too_many_pieces")), "{body}");
+    // It says how to make the table (as KNNvKN, whichever side has the knights).
+    let message = body["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains(&format!("POST /api/v1/tables/generate?material={MATERIAL}")), "{message}");
     let (status, body) = send(client.get(&status_url));
     assert_eq!((status, body["state"].as_str()), (200, Some("not_started")), "{body}");
     assert!(!dir.join(format!("{MATERIAL}.tbsb")).exists());

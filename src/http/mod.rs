@@ -118,6 +118,16 @@ impl Shared {
         let fresh = Arc::new(crate::app::rescan_tablebases(&self.config, &self.tablebases()));
         *self.tablebases.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fresh);
         // After the swap: whoever reads the new generation computes on `fresh`.
+        self.drop_cached_answers();
+        let tables = fresh.tables();
+        let broken = tables.iter().filter(|t| !t.problems.is_empty()).count();
+        tracing::info!(tables = tables.len(), broken, "tables rescanned");
+        fresh
+    }
+
+    /// Cached answers are no longer served: the next request for each is
+    /// computed again.
+    fn drop_cached_answers(&self) {
         self.generation.fetch_add(1, Ordering::SeqCst);
         if let Some(cache) = &self.cache {
             cache.invalidate_all();
@@ -125,10 +135,6 @@ impl Shared {
         if let Some(hot) = &self.hot {
             hot.clear();
         }
-        let tables = fresh.tables();
-        let broken = tables.iter().filter(|t| !t.problems.is_empty()).count();
-        tracing::info!(tables = tables.len(), broken, "tables rescanned");
-        fresh
     }
 
     pub fn set_ready(&self, ready: bool) {
@@ -545,12 +551,32 @@ pub async fn serve(state: AppState) -> std::io::Result<()> {
 /// the table directories.
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
+    tokio::spawn(forget_answers_when_tables_are_ready(Arc::downgrade(&state)));
     // The peer address feeds the per-client rate limit.
     let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<serve::Peer>();
     let (listener, drain) = serve::Listener::new(listener)?;
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state, drain)).await?;
     tracing::info!("every request in flight answered; exiting");
     Ok(())
+}
+
+/// A built-in table that becomes ready can improve answers computed without
+/// it and cached as complete: a 5-piece position answered by Syzygy, say,
+/// gains exact DTM and DTM50 once its table is generated on request. So
+/// every table ready drops the cached answers (cheap: while the 4-piece
+/// tables are being made, answers that need them are not cached anyway).
+async fn forget_answers_when_tables_are_ready(state: std::sync::Weak<Shared>) {
+    loop {
+        let Some(mut ready) = state.upgrade().and_then(|s| s.tablebases().generated()) else { return };
+        match ready.changed().await {
+            Ok(()) => match state.upgrade() {
+                Some(s) => s.drop_cached_answers(),
+                None => return,
+            },
+            // That store is gone (tables rescanned): watch the new one.
+            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
+        }
+    }
 }
 
 #[cfg(unix)]

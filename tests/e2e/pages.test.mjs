@@ -212,6 +212,33 @@ test('while built-in tables are generated the page shows progress and asks again
   await page.close();
 });
 
+test('generate this endgame: a 5-piece table made on request, then exact DTM50', async () => {
+  // KNNvKN: Syzygy answers WDL and DTZ, nothing knows DTM50 exactly until
+  // the server has generated the built-in table (tens of seconds, for real).
+  const longestWin = '7n/8/8/8/8/8/2NK4/1kN5 w - - 0 1';
+  const page = await newPage();
+  await loadFen(page, longestWin);
+  await page.waitForSelector('#gen-offer:not([hidden])');
+  assert.match(await page.textContent('#gen-offer'), /Exact DTM and DTM50 for KNNvKN need its built-in table.*roughly \d+ min/);
+  assert.doesNotMatch(await page.textContent('#facts'), /exact/);
+  await page.screenshot({ path: SHOTS + 'probe-generate-offer.png' });
+  await page.click('#btn-generate');
+  await page.waitForFunction(() => document.body.dataset.state === 'generating');
+  assert.ok(await page.isVisible('#progress'));
+  assert.match(await page.textContent('#progress'), /Generating the built-in tables for KNNvKN: \d+ of \d+ ready/);
+  assert.equal(await page.isVisible('#gen-offer'), false);
+  await page.screenshot({ path: SHOTS + 'probe-generate-progress.png' });
+  await page.waitForFunction(() => document.body.dataset.state === 'ready', null, { timeout: 300000 });
+  const facts = await page.textContent('#facts');
+  assert.match(facts, /DTM50\+13 plies.*respects the 50-move rule, exact/);
+  assert.match(facts, /DTM\+13 plies/);
+  assert.equal(await page.isVisible('#progress'), false);
+  assert.equal(await page.isVisible('#gen-offer'), false);
+  await page.screenshot({ path: SHOTS + 'probe-generated.png', fullPage: true });
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
 test('invalid FEN shows the server message', async () => {
   const page = await newPage();
   await loadFen(page, KBNK);

@@ -16,6 +16,7 @@ const state = {
   answer: null, // last probe answer (for the current fen)
   probeSeq: 0,
   retryTimer: undefined, // the next automatic probe while tables are generated
+  genTimer: undefined, // the next look at a generation started from this page
   lastMove: undefined,
   analysis: null, // { es, fen }
 };
@@ -210,6 +211,8 @@ async function probe(fen, refresh = false) {
   const seq = ++state.probeSeq;
   clearTimeout(state.retryTimer);
   if (!refresh) {
+    clearTimeout(state.genTimer);
+    $('gen-offer').hidden = true;
     state.answer = null;
     // Not ready until this answer is shown (the tests wait for 'ready').
     document.body.dataset.state = 'probing';
@@ -246,6 +249,7 @@ async function probe(fen, refresh = false) {
     showMessage(errorText(err));
     setVerdict('unknown', errorTitle(err.code));
     document.body.dataset.state = 'error';
+    if (!refresh && err.code === 'too_many_pieces') offerGeneration(fen, seq);
     return;
   }
   const pending = pendingFields(body);
@@ -258,6 +262,132 @@ async function probe(fen, refresh = false) {
   state.answer = body;
   renderAnswer(body);
   document.body.dataset.state = pending.length ? 'pending' : 'ready';
+  if (!refresh && !exactDtm50(body)) offerGeneration(fen, seq);
+}
+
+// ------------------------------------------------- generating a table on request
+
+/** Pieces (kings included) up to which the server generates tables on request. */
+const GENERATE_MAX_PIECES = 5;
+/** Tables probes generate by themselves: no offer needed below this. */
+const GENERATE_MIN_PIECES = 5;
+
+/** Whether the answer has DTM50 from a table rather than a search bound. */
+function exactDtm50(answer) {
+  return Boolean(answer.dtm50 && answer.dtm50.exact);
+}
+
+/** The table name of a FEN's material, e.g. `KRBvKQ`, or null for a bad board. */
+function materialOf(fen) {
+  const board = fenFields(fen).board;
+  const side = (isWhite) => {
+    let name = '';
+    for (const role of 'KQRBNP') {
+      const letter = isWhite ? role : role.toLowerCase();
+      name += role.repeat([...board].filter((c) => c === letter).length);
+    }
+    return name;
+  };
+  const name = side(true) + 'v' + side(false);
+  return /^K[QRBNP]*vK[QRBNP]*$/.test(name) ? name : null;
+}
+
+async function generationStatus(material, method) {
+  const res = await fetch('/api/v1/tables/generate?material=' + encodeURIComponent(material), {
+    method,
+    headers: { accept: 'application/json' },
+  });
+  const body = await res.json().catch(() => null);
+  return { res, body };
+}
+
+/**
+ * For a position of 5 pieces that no table answers exactly: ask the server
+ * whether it can generate the built-in table, and offer it (or show how far
+ * it is, if already under way). Nothing happens without a click.
+ */
+async function offerGeneration(fen, seq) {
+  const material = materialOf(fen);
+  const pieces = material ? material.length - 1 : 0;
+  if (!material || pieces < GENERATE_MIN_PIECES || pieces > GENERATE_MAX_PIECES) return;
+  let status;
+  try {
+    status = await generationStatus(material, 'GET');
+  } catch {
+    return; // the probe's own answer already says what is known
+  }
+  if (seq !== state.probeSeq || !status.res.ok || !status.body) return; // 409: built-in tables are off
+  const { body } = status;
+  if (body.state === 'pending') {
+    watchGeneration(fen, material, body.progress);
+  } else if (body.state === 'not_started') {
+    const p = body.progress;
+    const minutes = Math.max(1, Math.round(p.estimated_remaining_s / 60));
+    const tables = p.tables.length;
+    $('gen-offer').querySelector('.gen-text').textContent =
+      `Exact DTM and DTM50 for ${body.material} need its built-in table, which this server has not generated. ` +
+      `It can: ${tables} table${tables === 1 ? '' : 's'}, roughly ${minutes} min of work on the server; ` +
+      'the values appear here when it is done.';
+    const button = $('btn-generate');
+    button.disabled = false;
+    button.onclick = () => startGeneration(fen, material);
+    $('gen-offer').hidden = false;
+  }
+}
+
+async function startGeneration(fen, material) {
+  $('btn-generate').disabled = true;
+  let status;
+  try {
+    status = await generationStatus(material, 'POST');
+  } catch (e) {
+    showMessage('Could not reach the server: ' + e.message);
+    $('btn-generate').disabled = false;
+    return;
+  }
+  if (fen !== state.fen) return;
+  if (!status.res.ok || !status.body) {
+    const err = status.body && status.body.error ? status.body.error : { message: `status ${status.res.status}` };
+    showMessage('The table could not be generated. Server: ' + err.message);
+    $('btn-generate').disabled = false;
+    return;
+  }
+  $('gen-offer').hidden = true;
+  if (status.body.state === 'ready') probe(fen);
+  else watchGeneration(fen, material, status.body.progress);
+}
+
+/** How often the page asks how far a generation it shows has come. */
+const GENERATION_POLL_MS = 2000;
+
+/** Show the generation's progress until it is ready, then probe again. */
+async function watchGeneration(fen, material, progress) {
+  clearTimeout(state.genTimer);
+  if (fen !== state.fen) return;
+  if (progress) {
+    showProgress(progress);
+    document.body.dataset.state = 'generating';
+  }
+  state.genTimer = setTimeout(async () => {
+    let status;
+    try {
+      status = await generationStatus(material, 'GET');
+    } catch {
+      status = null;
+    }
+    if (fen !== state.fen) return;
+    const body = status && status.res.ok ? status.body : null;
+    if (body && body.state === 'ready') {
+      showProgress(null);
+      probe(fen);
+    } else if (body && body.state === 'not_started') {
+      // The server restarted meanwhile: offer again.
+      showProgress(null);
+      offerGeneration(fen, state.probeSeq);
+    } else {
+      watchGeneration(fen, material, body ? body.progress : progress);
+    }
+  }, GENERATION_POLL_MS);
 }
 
 /** Values still being generated, of the position or any of its moves. */
