@@ -116,9 +116,11 @@ impl Builder {
     }
 
     pub fn finish(mut self) -> Dtm50Data {
-        // Stable: a position's segments stay in the order they were found,
-        // which is ascending distance and ascending clock.
-        self.more.sort_by_key(|&(idx, _)| idx);
+        // A position's segments were found in ascending distance and
+        // ascending clock: by index, then by the packed segment (clock in
+        // the high bits) keeps that order. In place: a stable sort would
+        // want half the log again as scratch.
+        self.more.sort_unstable();
         let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
         let mut i = 0;
         while i < self.more.len() {
@@ -306,8 +308,9 @@ pub struct Prepared<'a> {
 /// moves (mated or stalemated); `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics
-/// (copied: the caller may count them down meanwhile). `exit`, `counter`
-/// and the scratch words are by index less `base`, the layer's first.
+/// (copied: the caller may count them down meanwhile). `terminal`, `exit`,
+/// `counter` and the scratch words are by index less `base`, the layer's
+/// first.
 pub fn prepare_layer<'a>(
     members: &'a [u32],
     base: usize,
@@ -328,8 +331,8 @@ pub fn prepare_layer<'a>(
         v[n].push(idx);
     };
     for &idx in members {
-        let (i, j) = (idx as usize, idx as usize - base);
-        let (t, e) = (terminal[i], exit[j]);
+        let j = idx as usize - base;
+        let (t, e) = (terminal[j], exit[j]);
         let mut st = State(if t == DRAW { 0 } else { IN_PLAY } | (counter[j] as u32) << 8);
         st.set_thr(NONE_YET);
         if t == value::loss(0) {

@@ -112,7 +112,7 @@ fn generate_with(
 
     // Illegal indexes are marked so that `solve` can skip un-moves into them
     // by the value it reads anyway, without testing for check.
-    let (mut dtz, mut dtm) = (filled(l.size, ILLEGAL), filled(l.size, ILLEGAL));
+    let mut dtz = filled(l.size, ILLEGAL);
     let mut dtm50 = dtm50::Builder::new(l.size);
     // Working memory for one layer (indexes `base..base + span`), reused:
     // per position its non-zeroing moves (counted down by `solve`), and
@@ -122,8 +122,16 @@ fn generate_with(
     let mut counter = filled(span, 0u8);
     let mut exit_dtz = filled(span, UNKNOWN);
     let mut exit_mate = filled(span, UNKNOWN);
-    // Without DTM50, DTM is solved beside DTZ50'' and needs its own counters.
+    // Without DTM50, DTM is solved beside DTZ50'' for the whole table, with
+    // its own counters. With DTM50, the layer's DTM is set here and then
+    // kept only where DTM50 does not give it (see `SolvedDtm`).
     let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(span, 0u8) };
+    let mut dtm_layer: Vec<u16> = if with_dtm50 { filled(span, ILLEGAL) } else { Vec::new() };
+    let mut solved_dtm = if with_dtm50 {
+        SolvedDtm::ReadOff { limit_plies: dtm_limit_plies, span, kept: vec![Vec::new(); l.size / span] }
+    } else {
+        SolvedDtm::Dense(filled(l.size, ILLEGAL))
+    };
     let mut scratch = dtm50::Scratch::new(if with_dtm50 { span } else { 0 });
     let mut dtm50_secs = 0.0;
     let mut legal_positions = 0;
@@ -145,18 +153,31 @@ fn generate_with(
             continue;
         }
         legal_positions += members.len() as u64;
+        // This layer's DTM: in the whole table's array, or in `dtm_layer`
+        // (by index less `values_base`).
+        let (dtm, values_base) = match &mut solved_dtm {
+            SolvedDtm::Dense(v) => (&mut v[..], 0),
+            SolvedDtm::ReadOff { .. } => {
+                dtm_layer.fill(ILLEGAL);
+                (&mut dtm_layer[..], base)
+            }
+        };
         for &idx in &members {
             dtz[idx as usize] = UNKNOWN;
-            dtm[idx as usize] = UNKNOWN;
+            dtm[idx as usize - values_base] = UNKNOWN;
         }
         let members = &members[..];
         let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-        exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, mate, exits)?;
+        exits_pass(l, members, (&dtz, &solved_dtm, &dtm50), lookup, mate, exits)?;
+        let (dtm, values_base) = match &mut solved_dtm {
+            SolvedDtm::Dense(v) => (&mut v[..], 0),
+            SolvedDtm::ReadOff { .. } => (&mut dtm_layer[..], base),
+        };
         for &idx in members {
             let (i, j) = (idx as usize, idx as usize - base);
             if let Some(v) = terminal(exit_dtz[j]) {
                 dtz[i] = v;
-                dtm[i] = v;
+                dtm[i - values_base] = v;
                 exit_dtz[j] = UNKNOWN;
             }
         }
@@ -165,34 +186,51 @@ fn generate_with(
                 dtm_counter[idx as usize - base] = counter[idx as usize - base];
             }
             rayon::join(
-                || solve(l, members, base, &mut counter, &exit_dtz, &mut dtz),
-                || solve(l, members, base, &mut dtm_counter, &exit_mate, &mut dtm),
+                || solve(l, members, base, &mut counter, &exit_dtz, (&mut dtz, 0)),
+                || solve(l, members, base, &mut dtm_counter, &exit_mate, (dtm, 0)),
             );
             continue;
         }
         // DTM holds only the layer's terminal values here, as DTM50 wants.
         let start = std::time::Instant::now();
-        let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm, &mut scratch, &mut dtm50);
+        let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm_layer, &mut scratch, &mut dtm50);
         let ((), secs) = rayon::join(
-            || solve(l, members, base, &mut counter, &exit_dtz, &mut dtz),
+            || solve(l, members, base, &mut counter, &exit_dtz, (&mut dtz, 0)),
             || {
                 dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
             },
         );
         dtm50_secs += secs;
-        if !dtm_from_dtm50(members, &dtz, &dtm50, &mut dtm, dtm_limit_plies) {
+        if !dtm_from_dtm50(members, base, &dtz, &dtm50, &mut dtm_layer, dtm_limit_plies) {
             // A win or loss beyond 100 plies, or one the 50-move rule turns
             // into a draw: solve DTM the long way, its exits found again
             // (the counters are spent, the mate exits were by DTM50).
             let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-            exits_pass(l, members, (&dtz, &dtm, &dtm50), lookup, Mate::Dtm, exits)?;
+            exits_pass(l, members, (&dtz, &solved_dtm, &dtm50), lookup, Mate::Dtm, exits)?;
             for &idx in members {
-                dtm[idx as usize] = terminal(exit_dtz[idx as usize - base]).unwrap_or(UNKNOWN);
+                let j = idx as usize - base;
+                dtm_layer[j] = terminal(exit_dtz[j]).unwrap_or(UNKNOWN);
             }
-            solve(l, members, base, &mut counter, &exit_mate, &mut dtm);
+            solve(l, members, base, &mut counter, &exit_mate, (&mut dtm_layer, base));
+            if let SolvedDtm::ReadOff { kept, .. } = &mut solved_dtm {
+                kept[layer] = members
+                    .iter()
+                    .filter(|&&idx| dtm_read_off(dtz[idx as usize], dtm50.at_zero(idx as usize), dtm_limit_plies).is_none())
+                    .map(|&idx| (idx, dtm_layer[idx as usize - base]))
+                    .collect();
+            }
         }
     }
+    // The working memory goes before the whole table's DTM is written out.
+    drop((counter, exit_dtz, exit_mate, dtm_counter, dtm_layer, scratch));
+    let mut dtm = match solved_dtm {
+        SolvedDtm::Dense(v) => v,
+        read_off => (0..l.size)
+            .into_par_iter()
+            .map(|i| if dtz[i] == ILLEGAL { ILLEGAL } else { read_off.get(i, &dtz, &dtm50) })
+            .collect(),
+    };
     for v in dtz.iter_mut().chain(dtm.iter_mut()) {
         if *v == ILLEGAL {
             *v = UNKNOWN;
@@ -202,6 +240,51 @@ fn generate_with(
     let dtm50 = with_dtm50.then(|| dtm50.finish());
     dtm50_secs += start.elapsed().as_secs_f64();
     Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+}
+
+/// DTM of the positions solved so far.
+enum SolvedDtm {
+    /// Without DTM50: one value per index.
+    Dense(Vec<u16>),
+    /// With DTM50, DTM is read off DTM50 at clock 0 wherever that gives it
+    /// ([`dtm_read_off`]); only the other decided positions (mates beyond
+    /// `limit_plies`, wins the 50-move rule draws at clock 0) keep their
+    /// value, in `kept` by layer (`span` indexes each), ascending. Two
+    /// bytes per index less while a table is generated.
+    ReadOff { limit_plies: u16, span: usize, kept: Vec<Vec<(u32, u16)>> },
+}
+
+impl SolvedDtm {
+    /// DTM of the solved legal position `i`; `dtz` and `at_zero` are its
+    /// DTZ50'' and DTM50 at clock 0.
+    #[inline]
+    fn get(&self, i: usize, dtz: &[u16], at_zero: &dtm50::Builder) -> u16 {
+        match self {
+            SolvedDtm::Dense(v) => v[i],
+            SolvedDtm::ReadOff { limit_plies, span, kept } => {
+                dtm_read_off(dtz[i], at_zero.at_zero(i), *limit_plies).unwrap_or_else(|| {
+                    let layer = &kept[i / span];
+                    let k = layer.binary_search_by_key(&(i as u32), |&(idx, _)| idx).expect("DTM kept where DTM50 does not give it");
+                    layer[k].1
+                })
+            }
+        }
+    }
+}
+
+/// DTM of a solved position from its DTZ50'' and its DTM50 at clock 0
+/// (`z`), where they give it (see [`dtm_from_dtm50`]): a DTM50 mate within
+/// `limit_plies` is the DTM mate, and a draw by DTZ50'' is a draw. `None`
+/// for the other decided positions.
+#[inline]
+fn dtm_read_off(dtz: u16, z: u16, limit_plies: u16) -> Option<u16> {
+    if (value::is_win(z) || value::is_loss(z)) && value::plies(z) <= limit_plies {
+        Some(z)
+    } else if value::is_win(dtz) || value::is_loss(dtz) {
+        None
+    } else {
+        Some(DRAW)
+    }
 }
 
 /// Which mate metric the exits pass finds the best zeroing move by.
@@ -245,7 +328,7 @@ fn terminal(exit_dtz: u16) -> Option<u16> {
 fn exits_pass(
     l: &Layout,
     members: &[u32],
-    solved: (&[u16], &[u16], &dtm50::Builder),
+    solved: (&[u16], &SolvedDtm, &dtm50::Builder),
     lookup: &Lookup,
     mate: Mate,
     out: Exits,
@@ -293,20 +376,26 @@ fn exits_pass(
 /// plies is the DTM value. Positions drawn at clock 0 but not drawn by
 /// `dtz` (which ignores the rule), or decided in more than 100 plies, are
 /// left to the full DTM analysis: then this answers false.
-fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &dtm50::Builder, dtm: &mut [u16], limit_plies: u16) -> bool {
+fn dtm_from_dtm50(
+    members: &[u32],
+    base: usize,
+    dtz: &[u16],
+    at_zero: &dtm50::Builder,
+    dtm: &mut [u16],
+    limit_plies: u16,
+) -> bool {
     debug_assert!(limit_plies <= 100);
     let mut enough = true;
     for &idx in members {
         let i = idx as usize;
         let z = at_zero.at_zero(i);
-        if (value::is_win(z) || value::is_loss(z)) && value::plies(z) <= limit_plies {
-            debug_assert_eq!(value::is_win(z), value::is_win(dtz[i]));
-            dtm[i] = z;
-        } else if value::is_win(dtz[i]) || value::is_loss(dtz[i]) {
+        match dtm_read_off(dtz[i], z, limit_plies) {
+            Some(v) => {
+                debug_assert!(v == DRAW || value::is_win(v) == value::is_win(dtz[i]));
+                dtm[i - base] = v;
+            }
             // Left UNKNOWN: the full analysis sets it.
-            enough = false;
-        } else {
-            dtm[i] = DRAW;
+            None => enough = false,
         }
     }
     enough
@@ -314,7 +403,7 @@ fn dtm_from_dtm50(members: &[u32], dtz: &[u16], at_zero: &dtm50::Builder, dtm: &
 
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
-fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exit, String> {
+fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &SolvedDtm, at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exit, String> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
@@ -325,7 +414,7 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &[u16], at_zero: &dtm50::Buil
             Succ::Push { sq, double } => {
                 let c = Pos { sq, turn: !p.turn };
                 let ci = l.index(&c) as usize;
-                let v = Values { dtz: dtz[ci], dtm: dtm[ci], dtm50: at_zero.at_zero(ci) };
+                let v = Values { dtz: dtz[ci], dtm: dtm.get(ci, dtz, at_zero), dtm50: at_zero.at_zero(ci) };
                 if double {
                     match with_en_passant(l, &c, v, lookup) {
                         Ok(v) => v,
@@ -396,9 +485,10 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
 /// Solves one layer for one metric. `exit` holds each position's best move
 /// out of the layer, `counter` its non-zeroing moves, which this counts
 /// down (its un-moves stay inside the layer), both by index less `base`;
-/// terminal positions are already set in `values`, illegal ones are
-/// [`ILLEGAL`].
-fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u16], values: &mut [u16]) {
+/// terminal positions are already set in `values` (by index less its
+/// second member), illegal ones are [`ILLEGAL`].
+fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u16], values: (&mut [u16], usize)) {
+    let (values, values_base) = values;
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
     const STORED: u32 = 1 << 31;
@@ -411,9 +501,9 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
     };
     for &idx in members {
         let i = idx as usize;
-        if values[i] != UNKNOWN {
-            if value::is_loss(values[i]) {
-                push(&mut buckets, 0, (idx | STORED, values[i]));
+        if values[i - values_base] != UNKNOWN {
+            if value::is_loss(values[i - values_base]) {
+                push(&mut buckets, 0, (idx | STORED, values[i - values_base]));
             }
             continue;
         }
@@ -424,7 +514,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             if value::is_loss(e) {
                 push(&mut buckets, value::plies(e) as usize, (idx, e));
             } else {
-                values[i] = DRAW;
+                values[i - values_base] = DRAW;
             }
         }
     }
@@ -439,10 +529,10 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             if e & STORED != 0 {
                 return true;
             }
-            if values[i] != UNKNOWN {
+            if values[i - values_base] != UNKNOWN {
                 return false;
             }
-            values[i] = v;
+            values[i - values_base] = v;
             true
         });
         // In index order, the predecessors of neighbouring entries are
@@ -451,7 +541,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
         bucket.sort_unstable_by_key(|&(e, _)| e & !STORED);
         let (values_at, counter_at) = (values.as_ptr(), counter.as_ptr());
         let ahead = |qi: usize| {
-            prefetch(values_at.wrapping_add(qi));
+            prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
             prefetch(counter_at.wrapping_add(qi.wrapping_sub(base)));
         };
         for_each_unmove_prefetched(l, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
@@ -462,12 +552,12 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             // check) find an ILLEGAL value.
             for &qi in preds {
                 let qi = qi as usize;
-                if values[qi] != UNKNOWN {
+                if values[qi - values_base] != UNKNOWN {
                     continue;
                 }
                 if lost {
-                    values[qi] = value::win(next as u16);
-                    found.push((qi as u32 | STORED, values[qi]));
+                    values[qi - values_base] = value::win(next as u16);
+                    found.push((qi as u32 | STORED, values[qi - values_base]));
                     continue;
                 }
                 let c = &mut counter[qi - base];
@@ -479,10 +569,10 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
                 if value::is_loss(e) && value::plies(e) as usize > next {
                     later.push((value::plies(e) as usize, (qi as u32, e)));
                 } else if e == UNKNOWN || value::is_loss(e) {
-                    values[qi] = value::loss(next as u16);
-                    found.push((qi as u32 | STORED, values[qi]));
+                    values[qi - values_base] = value::loss(next as u16);
+                    found.push((qi as u32 | STORED, values[qi - values_base]));
                 } else if e == DRAW {
-                    values[qi] = DRAW;
+                    values[qi - values_base] = DRAW;
                 }
                 // A win out of the layer is already waiting in its bucket.
             }
@@ -496,8 +586,8 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
         n += 1;
     }
     for &idx in members {
-        if values[idx as usize] == UNKNOWN {
-            values[idx as usize] = DRAW;
+        if values[idx as usize - values_base] == UNKNOWN {
+            values[idx as usize - values_base] = DRAW;
         }
     }
 }

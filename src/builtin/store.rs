@@ -531,7 +531,16 @@ impl Inner {
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
         let in_error = |e: String| format!("{}: {e}", path.display());
         let (header, sections) = match written {
-            None => format::validate(&map, material, layout.size).map_err(in_error)?,
+            None => {
+                let checked = format::validate(&map, material, layout.size).map_err(in_error)?;
+                // The checksum read every page into this process; let them
+                // go (they stay in the page cache) so that the process holds
+                // only the pages lookups touch, as for a table just written.
+                // SAFETY: a read-only mapping of a file: dropped pages are
+                // read again from the file when next touched.
+                let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+                checked
+            }
             Some(header) => {
                 if !map.starts_with(header) {
                     return Err(in_error("differs from what was written".into()));
