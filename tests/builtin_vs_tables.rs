@@ -24,6 +24,7 @@ use std::{
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
+use tbserver::search::{MateSide, NoBound};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
@@ -282,12 +283,13 @@ fn wdl_and_dtz_equal_syzygy() {
     let (mut total, mut total_of, mut total_rounded, mut total_explained) = (0, 0, 0, 0);
     let failures = Failures::new();
     let bad = AtomicU64::new(0);
-    let (mut total_direct, mut total_wdl_only) = (0, 0);
+    let (mut total_direct, mut total_wdl_only, mut total_bounded) = (0, 0, 0);
     // Tables with pawns first: promotions, en passant and cursed results live there.
     for m in materials(5).into_iter().rev() {
         let rounded = AtomicU64::new(0);
         let explained = AtomicU64::new(0);
         let wdl_only = AtomicU64::new(0);
+        let bounded = AtomicU64::new(0);
         let bad_before = bad.load(Ordering::Relaxed);
         let stored = syzygy_dtz_stored_turn(&dir, &m.name());
         let c = for_each_position(&m, "syzygy", SYZYGY_SAMPLE, |pos, dtz, _| {
@@ -328,6 +330,28 @@ fn wdl_and_dtz_equal_syzygy() {
                 failures.add(format!("{}: wdl syzygy {wdl:?} builtin {ours}", fen()));
                 return;
             }
+            // The mate bound the search derives from Syzygy's WDL50 and
+            // DTZ50'' alone must contain the exact DTM50 (clock 0).
+            let dtm50 = store().probe_dtm50(pos, 0).unwrap().unwrap();
+            let contained = match tbserver::search::mate_bound(pos, 0, Some(wdl), Some(syzygy_dtz), None) {
+                Ok(b) => {
+                    let plies = value::signed_plies(dtm50);
+                    plies != 0
+                        && (plies > 0) == (b.side == MateSide::Win)
+                        && (b.min_plies..=b.max_plies).contains(&plies.unsigned_abs())
+                }
+                Err(NoBound::Draw | NoBound::FiftyMoveRule) => dtm50 == value::DRAW,
+                Err(NoBound::UnusableAtClock | NoBound::Unknown) => false,
+            };
+            bounded.fetch_add(1, Ordering::Relaxed);
+            if !contained {
+                bad.fetch_add(1, Ordering::Relaxed);
+                failures.add(format!(
+                    "{}: dtm50 {} outside the mate bound from Syzygy (dtz {syzygy_dtz:?}, {wdl:?})",
+                    fen(),
+                    value::signed_plies(dtm50)
+                ));
+            }
             match syzygy_dtz {
                 MaybeRounded::Precise(Dtz(d)) => {
                     if d != ours && d < 0 && ours == d - 1 && loss_from_rounded_successor(&tb, pos, d) {
@@ -352,12 +376,15 @@ fn wdl_and_dtz_equal_syzygy() {
         let bad_here = bad.load(Ordering::Relaxed) - bad_before;
         let e = explained.into_inner();
         let w = wdl_only.into_inner();
+        let b = bounded.into_inner();
         report!(
             "{:<8} {c} vs Syzygy: DTZ of {} ({r} rounded, {e} losses one ply longer than Syzygy's \
-             via a rounded successor), WDL only of {w} (the side to move the .rtbz omits), {bad_here} mismatches",
+             via a rounded successor; DTM50 within Syzygy's mate bound for {b}), WDL only of {w} \
+             (the side to move the .rtbz omits), {bad_here} mismatches",
             m.name(),
             c.n - w
         );
+        total_bounded += b;
         total_direct += c.n - w;
         total_wdl_only += w;
         total_explained += e;
@@ -367,7 +394,8 @@ fn wdl_and_dtz_equal_syzygy() {
     }
     report!(
         "total    {total:>9} of {total_of} positions vs Syzygy: DTZ of {total_direct} ({total_rounded} rounded, \
-         {total_explained} losses explained by a rounded successor), WDL only of {total_wdl_only}"
+         {total_explained} losses explained by a rounded successor, DTM50 within Syzygy's mate bound for \
+         {total_bounded}), WDL only of {total_wdl_only}"
     );
     failures.check(bad.into_inner());
 }

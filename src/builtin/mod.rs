@@ -100,7 +100,7 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
         positions,
         positions as f64 / ROUGH_POSITIONS_PER_S / 60.0,
         if missing.len() <= 20 { format!(": {}", names(&missing)) } else { String::new() },
-        if missing.iter().any(|m| m.pieces() >= 5) { "; a table of 5 pieces needs 7 GiB while it is generated without pawns, about 20 GiB with one" } else { "" },
+        if missing.iter().any(|m| m.pieces() >= 5) { "; a table of 5 pieces needs up to 7 GiB of memory while it is generated" } else { "" },
     );
     let bar = indicatif::ProgressBar::new(all.len() as u64);
     bar.set_style(
@@ -108,11 +108,25 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
             .expect("valid template")
             .progress_chars("=> "),
     );
+    // The store serves a table it could not write from memory; this
+    // command exists to write them, so that is a failure here.
+    let unwritten = std::sync::Mutex::new(Vec::new());
     let summary = generate_in(&store, &all, &|t: &Table| {
         bar.set_message(t.material.name());
         bar.inc(1);
+        if t.path.is_none() {
+            unwritten.lock().unwrap_or_else(|e| e.into_inner()).push(t.material.name());
+        }
     })?;
     bar.finish_with_message("done");
+    let unwritten = unwritten.into_inner().unwrap_or_else(|e| e.into_inner());
+    if !unwritten.is_empty() {
+        return Err(BuiltinError(format!(
+            "generated but not written to {} (see the warnings above; a full disk?): {}",
+            out.display(),
+            unwritten.join(" ")
+        )));
+    }
     println!(
         "{} tables ({} generated), {} legal positions, {} bytes in {}, {:.2} s \
          (tables run in parallel; their own times add up to {:.1} s, of which DTM50 {:.1} s)",
@@ -126,4 +140,25 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
         summary.dtm50_secs
     );
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `tbserver generate` fails when it cannot write a table (the store
+    /// would serve it from memory), and names it.
+    #[test]
+    fn generate_fails_when_a_table_cannot_be_written() {
+        let dir = std::env::temp_dir().join(format!("tbserver-unwritable-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // A directory below a plain file cannot be created.
+        std::fs::write(dir.join("file"), b"").unwrap();
+        let out = dir.join("file").join("tables");
+        let err = run_generate(&[Material::parse("KRvK").unwrap()], &out, false).unwrap_err();
+        assert!(err.0.contains("not written") && err.0.contains("KRvK"), "{}", err.0);
+        let written = dir.join("tables");
+        assert_eq!(run_generate(&[Material::parse("KRvK").unwrap()], &written, false).unwrap().tables, 1);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
