@@ -220,6 +220,13 @@ impl Layout {
     #[inline]
     fn raw_index(&self, sq: &Squares, turn: Color) -> u32 {
         let mut idx = turn.fold_wb(0, self.turn_stride) + self.king_digit(sq[0]) * self.stride[0];
+        if !self.pawns {
+            // Every square is one digit: one multiply-add per man.
+            for i in 1..MAX_MEN {
+                idx = idx.wrapping_add((sq[i] as u32).wrapping_mul(self.stride[i]));
+            }
+            return idx;
+        }
         for i in 1..MAX_MEN {
             // Absent men have strides 0; wrapping keeps their garbage harmless.
             let (file, rank) = ((sq[i] & 7) as u32, (sq[i] >> 3).wrapping_sub(self.rank_offset[i]) as u32);
