@@ -273,8 +273,7 @@ pub fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
     let max = tb.max_pieces().max(2);
     if pieces > max {
         // Built-in tables make tables of up to 5 pieces on request: say so.
-        let generate = (pieces <= crate::builtin::material::MAX_PIECES)
-            .then(|| crate::builtin::Material::of_board(pos.board()).canonical())
+        let generate = crate::builtin::Material::parse_table(&material::normalized(pos.board()))
             .filter(|m| tb.generation(m, false).is_some())
             .map(|m| m.name());
         return Err(ApiError::TooManyPieces { pieces, max, generate });

@@ -34,17 +34,6 @@ impl Material {
     }
 
     /// Parses `KQvKR`-style names.
-    /// The material on `board`.
-    pub fn of_board(board: &shakmaty::Board) -> Material {
-        let roles = |c: Color| {
-            [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn]
-                .into_iter()
-                .flat_map(|r| std::iter::repeat_n(r, (board.by_color(c) & board.by_role(r)).count()))
-                .collect()
-        };
-        Material::new(roles(Color::White), roles(Color::Black))
-    }
-
     pub fn parse(name: &str) -> Option<Material> {
         let (w, b) = name.split_once('v')?;
         let side = |s: &str| -> Option<Vec<Role>> {
