@@ -17,6 +17,7 @@
 use super::{
     index::Layout,
     memory::filled,
+    radix,
     moves::{for_each_quiet_child, for_each_unmove_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
 };
@@ -308,7 +309,7 @@ pub struct Prepared<'a> {
 /// moves (mated or stalemated); `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics
-/// (copied: the caller may count them down meanwhile). `terminal`, `exit`,
+/// (copied into the working state). `terminal`, `exit`,
 /// `counter` and the scratch words are by index less `base`, the layer's
 /// first.
 pub fn prepare_layer<'a>(
@@ -379,14 +380,16 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
 
     let mut n = 1usize;
     let mut recompute: Vec<u32> = Vec::new();
+    let (mut pairs_scratch, mut index_scratch) = (Vec::new(), Vec::new());
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
         assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
         // A won position may be queued for the loss test too (and found not
         // lost): the two queues of a distance need their own stamps.
         let (loss_stamp, win_stamp) = (2 * n as u32, 2 * n as u32 + 1);
         // Walked in index order for memory locality, as in `generate::solve`.
-        won.sort_unstable_by_key(|&(idx, _)| idx);
-        lost.sort_unstable_by_key(|&(idx, _)| idx);
+        let layer = base..base + state.len();
+        radix::sort_by_index(&mut won, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
+        radix::sort_by_index(&mut lost, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
         recompute.clear();
         let at = state.as_ptr().wrapping_sub(base);
@@ -427,7 +430,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
             }
         }
         let mut lost_now = Vec::new();
-        recompute.sort_unstable();
+        radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
         for &p in &recompute {
             let u = lost_until(p, n, state);
             if u > state[p as usize - base].thr() {

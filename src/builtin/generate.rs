@@ -19,6 +19,7 @@ use shakmaty::Role;
 use super::dtm50::{self, Dtm50Data};
 use super::index::{Layout, NONE, Pos};
 use super::memory::filled;
+use super::radix;
 use super::moves::{Succ, board, for_each_move, for_each_unmove_prefetched, for_each_zeroing_move, prefetch};
 pub use super::moves::Board;
 use super::value::{self, DRAW, UNKNOWN};
@@ -115,17 +116,15 @@ fn generate_with(
     let mut dtz = filled(l.size, ILLEGAL);
     let mut dtm50 = dtm50::Builder::new(l.size);
     // Working memory for one layer (indexes `base..base + span`), reused:
-    // per position its non-zeroing moves (counted down by `solve`), and
+    // per position its non-zeroing moves (read by each metric's analysis), and
     // its best zeroing move by DTZ50'' and by the mate metric (DTM50 at
     // clock 0, or DTM; see `Mate`).
     let span = l.layer_span();
     let mut counter = filled(span, 0u8);
     let mut exit_dtz = filled(span, UNKNOWN);
     let mut exit_mate = filled(span, UNKNOWN);
-    // Without DTM50, DTM is solved beside DTZ50'' for the whole table, with
-    // its own counters. With DTM50, the layer's DTM is set here and then
+    // Without DTM50, DTM is solved beside DTZ50'' for the whole table. With DTM50, the layer's DTM is set here and then
     // kept only where DTM50 does not give it (see `SolvedDtm`).
-    let mut dtm_counter: Vec<u8> = if with_dtm50 { Vec::new() } else { filled(span, 0u8) };
     let mut dtm_layer: Vec<u16> = if with_dtm50 { filled(span, ILLEGAL) } else { Vec::new() };
     let mut solved_dtm = if with_dtm50 {
         SolvedDtm::ReadOff { limit_plies: dtm_limit_plies, span, kept: vec![Vec::new(); l.size / span] }
@@ -182,12 +181,9 @@ fn generate_with(
             }
         }
         if !with_dtm50 {
-            for &idx in members {
-                dtm_counter[idx as usize - base] = counter[idx as usize - base];
-            }
             rayon::join(
-                || solve(l, members, base, &mut counter, &exit_dtz, (&mut dtz, 0)),
-                || solve(l, members, base, &mut dtm_counter, &exit_mate, (dtm, 0)),
+                || solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0)),
+                || solve(l, members, base, &counter, &exit_mate, (dtm, 0)),
             );
             continue;
         }
@@ -195,7 +191,7 @@ fn generate_with(
         let start = std::time::Instant::now();
         let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm_layer, &mut scratch, &mut dtm50);
         let ((), secs) = rayon::join(
-            || solve(l, members, base, &mut counter, &exit_dtz, (&mut dtz, 0)),
+            || solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0)),
             || {
                 dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
@@ -205,14 +201,14 @@ fn generate_with(
         if !dtm_from_dtm50(members, base, &dtz, &dtm50, &mut dtm_layer, dtm_limit_plies) {
             // A win or loss beyond 100 plies, or one the 50-move rule turns
             // into a draw: solve DTM the long way, its exits found again
-            // (the counters are spent, the mate exits were by DTM50).
+            // (the mate exits were by DTM50).
             let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
             exits_pass(l, members, (&dtz, &solved_dtm, &dtm50), lookup, Mate::Dtm, exits)?;
             for &idx in members {
                 let j = idx as usize - base;
                 dtm_layer[j] = terminal(exit_dtz[j]).unwrap_or(UNKNOWN);
             }
-            solve(l, members, base, &mut counter, &exit_mate, (&mut dtm_layer, base));
+            solve(l, members, base, &counter, &exit_mate, (&mut dtm_layer, base));
             if let SolvedDtm::ReadOff { kept, .. } = &mut solved_dtm {
                 kept[layer] = members
                     .iter()
@@ -223,7 +219,7 @@ fn generate_with(
         }
     }
     // The working memory goes before the whole table's DTM is written out.
-    drop((counter, exit_dtz, exit_mate, dtm_counter, dtm_layer, scratch));
+    drop((counter, exit_dtz, exit_mate, dtm_layer, scratch));
     let mut dtm = match solved_dtm {
         SolvedDtm::Dense(v) => v,
         read_off => (0..l.size)
@@ -482,12 +478,28 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
     Ok(if has_other_moves { table.better(ep) } else { ep })
 }
 
+/// While [`solve`] runs: an undecided position waiting for `c` more of its
+/// non-zeroing moves to be known to reach won positions, kept in its value
+/// word (kind bits of [`UNKNOWN`], above the markers) so that an un-move
+/// touches one word, not a value and a counter.
+const PENDING: u16 = 4 << 2;
+
+#[inline]
+const fn pending(c: u8) -> u16 {
+    PENDING + ((c as u16) << 2)
+}
+
+#[inline]
+const fn is_pending(v: u16) -> bool {
+    v & 3 == UNKNOWN && v >= PENDING
+}
+
 /// Solves one layer for one metric. `exit` holds each position's best move
-/// out of the layer, `counter` its non-zeroing moves, which this counts
-/// down (its un-moves stay inside the layer), both by index less `base`;
-/// terminal positions are already set in `values` (by index less its
-/// second member), illegal ones are [`ILLEGAL`].
-fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u16], values: (&mut [u16], usize)) {
+/// out of the layer, `counter` its non-zeroing moves (its un-moves stay
+/// inside the layer), both by index less `base`; terminal positions are
+/// already set in `values` (by index less its second member), illegal ones
+/// are [`ILLEGAL`], the others [`UNKNOWN`].
+fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16], values: (&mut [u16], usize)) {
     let (values, values_base) = values;
     // buckets[n]: positions decided at n plies, with their value; the high
     // bit marks entries whose value is already stored.
@@ -507,10 +519,11 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             }
             continue;
         }
-        let e = exit[i - base];
+        let (e, c) = (exit[i - base], counter[i - base]);
+        values[i - values_base] = pending(c);
         if value::is_win(e) {
             push(&mut buckets, value::plies(e) as usize, (idx, e));
-        } else if counter[i - base] == 0 {
+        } else if c == 0 {
             if value::is_loss(e) {
                 push(&mut buckets, value::plies(e) as usize, (idx, e));
             } else {
@@ -518,6 +531,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             }
         }
     }
+    let mut scratch = Vec::new();
     let mut n = 0;
     while n < buckets.len() {
         let mut bucket = std::mem::take(&mut buckets[n]);
@@ -529,7 +543,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             if e & STORED != 0 {
                 return true;
             }
-            if values[i - values_base] != UNKNOWN {
+            if !is_pending(values[i - values_base]) {
                 return false;
             }
             values[i - values_base] = v;
@@ -538,12 +552,9 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
         // In index order, the predecessors of neighbouring entries are
         // neighbours too: far fewer cache and TLB misses than in the order
         // they were found.
-        bucket.sort_unstable_by_key(|&(e, _)| e & !STORED);
-        let (values_at, counter_at) = (values.as_ptr(), counter.as_ptr());
-        let ahead = |qi: usize| {
-            prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
-            prefetch(counter_at.wrapping_add(qi.wrapping_sub(base)));
-        };
+        radix::sort_by_index(&mut bucket, &mut scratch, base..base + counter.len(), |&(e, _)| e & !STORED);
+        let values_at = values.as_ptr();
+        let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
         for_each_unmove_prefetched(l, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
@@ -552,27 +563,28 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
             // check) find an ILLEGAL value.
             for &qi in preds {
                 let qi = qi as usize;
-                if values[qi - values_base] != UNKNOWN {
+                let w = &mut values[qi - values_base];
+                if !is_pending(*w) {
                     continue;
                 }
                 if lost {
-                    values[qi - values_base] = value::win(next as u16);
-                    found.push((qi as u32 | STORED, values[qi - values_base]));
+                    *w = value::win(next as u16);
+                    found.push((qi as u32 | STORED, *w));
                     continue;
                 }
-                let c = &mut counter[qi - base];
-                *c = c.checked_sub(1).expect("move counter in step with un-moves");
-                if *c > 0 {
+                assert!(*w > PENDING, "move counter in step with un-moves");
+                *w -= 1 << 2;
+                if *w > PENDING {
                     continue;
                 }
                 let e = exit[qi - base];
                 if value::is_loss(e) && value::plies(e) as usize > next {
                     later.push((value::plies(e) as usize, (qi as u32, e)));
                 } else if e == UNKNOWN || value::is_loss(e) {
-                    values[qi - values_base] = value::loss(next as u16);
-                    found.push((qi as u32 | STORED, values[qi - values_base]));
+                    *w = value::loss(next as u16);
+                    found.push((qi as u32 | STORED, *w));
                 } else if e == DRAW {
-                    values[qi - values_base] = DRAW;
+                    *w = DRAW;
                 }
                 // A win out of the layer is already waiting in its bucket.
             }
@@ -586,7 +598,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &mut [u8], exit: &[u
         n += 1;
     }
     for &idx in members {
-        if values[idx as usize - values_base] == UNKNOWN {
+        if is_pending(values[idx as usize - values_base]) {
             values[idx as usize - values_base] = DRAW;
         }
     }

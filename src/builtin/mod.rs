@@ -18,6 +18,7 @@ pub mod index;
 pub mod material;
 pub mod memory;
 pub mod moves;
+mod radix;
 pub mod schedule;
 pub mod store;
 pub mod value;
