@@ -1,8 +1,9 @@
 //! Built-in tables of 5 pieces, generated on request. With no table files
 //! at all: a probe never starts one (minutes of work nobody asked for);
 //! `POST /api/v1/tables/generate` does, `GET` follows it; then probes answer
-//! from it exactly (DTM50 included), the search stops on it, and its
-//! values agree with the Syzygy file of the same material.
+//! from it exactly (DTM50 included), the search stops on it, scores lines
+//! of 6 pieces that capture into it exactly, and its values agree with the
+//! Syzygy file of the same material.
 
 #[macro_use]
 mod common;
@@ -55,6 +56,59 @@ fn a_long_win(dir: &std::path::Path) -> (String, i32) {
     }
     let (idx, v) = best.expect("KNNvKN has wins");
     (fen_of(l, &l.decode(idx).expect("a legal position")), value::signed_plies(v))
+}
+
+/// A position of 6 pieces whose every legal move is a capture into the
+/// table: Black, in check from a white rook beside its king, must take the
+/// rook, and each capture leaves a won KNNvKN for White, at least 9 plies
+/// from mate. Returns its FEN and its value for the side to move (Black),
+/// signed plies: mated one ply after the slowest of those wins, as read off
+/// the table for each capture.
+fn a_capture_into_the_table(dir: &std::path::Path) -> (String, i32) {
+    use shakmaty::{Color, FromSetup, Piece, Position, Role, attacks};
+    let store = Store::new(dir, false);
+    let t = store.table(&Material::parse(MATERIAL).unwrap()).expect("generated table");
+    let l = &t.layout;
+    for idx in 0..l.size as u32 {
+        let v = t.values(idx).dtm50;
+        if !value::is_win(v) || value::plies(v) < 9 {
+            continue;
+        }
+        let Some(p) = l.decode(idx) else { continue };
+        if p.turn != Color::White {
+            continue;
+        }
+        // The won position after the capture: Black's king stands where
+        // the rook stood.
+        let after: Chess = fen_of(l, &p).parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
+        let king = after.board().king_of(Color::Black).unwrap();
+        for from in attacks::rook_attacks(king, shakmaty::Bitboard::EMPTY) & attacks::king_attacks(king) {
+            if after.board().occupied().contains(from) {
+                continue;
+            }
+            let mut setup = after.to_setup(shakmaty::EnPassantMode::Legal);
+            setup.board.set_piece_at(from, Color::Black.king());
+            setup.board.set_piece_at(king, Piece { color: Color::White, role: Role::Rook });
+            setup.turn = Color::Black;
+            let Ok(root) = Chess::from_setup(setup, CastlingMode::Standard) else { continue };
+            let moves = root.legal_moves();
+            if moves.is_empty() || moves.iter().any(|m| m.to() != king || !m.is_capture()) {
+                continue;
+            }
+            // Black picks the slowest loss.
+            let mut slowest = Some(0);
+            for m in &moves {
+                let child = root.clone().play(*m).unwrap();
+                let w = store.probe_dtm50(&child, 0).ok().flatten().filter(|&w| value::is_win(w));
+                slowest = slowest.zip(w).map(|(s, w)| s.max(value::plies(w) as i32));
+            }
+            if let Some(s) = slowest.filter(|&s| s >= 9) {
+                let fen = Fen::from_position(&root, shakmaty::EnPassantMode::Legal).to_string();
+                return (fen, -(s + 1));
+            }
+        }
+    }
+    panic!("{MATERIAL}: no position of 6 pieces that must capture into a win");
 }
 
 #[test]
@@ -137,5 +191,16 @@ fn a_five_piece_table_is_generated_on_request_then_answers_exactly() {
     assert_eq!(body["stop"], "table_exact", "{win_fen}: {body}");
     assert_eq!(body["score"]["mate_in_plies"].as_i64(), Some(i64::from(win_plies)), "{win_fen}: {body}");
     report!("{MATERIAL}: {win_fen} mate in {win_plies} plies, exact, from the generated table");
+
+    // Six pieces, beyond every table: the lines convert into the generated
+    // one by a capture, so the search scores them exactly from it.
+    let (six_fen, six_plies) = a_capture_into_the_table(&dir);
+    let url = api(&format!("/api/v1/analyse?fen={}&movetime_ms=20000", six_fen.replace(' ', "_")));
+    let (status, body) = send(client.get(url));
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["score"]["bound"], "exact", "{six_fen}: {body}");
+    assert_eq!(body["score"]["mate_in_plies"].as_i64(), Some(i64::from(six_plies)), "{six_fen}: {body}");
+    assert_eq!(body["stop"], "mate_proven", "{six_fen}: {body}");
+    report!("6 pieces: {six_fen} mated in {} plies, exact, through the generated {MATERIAL}", -six_plies);
     let _ = std::fs::remove_dir_all(&dir);
 }
