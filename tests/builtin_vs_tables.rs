@@ -44,6 +44,8 @@ fn store() -> &'static Store {
         let wanted = tbserver::builtin::with_dependencies(&materials(5));
         let s = tbserver::builtin::generate_in(&store, &wanted, &|_| {}).expect("generate");
         report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+        let five: Vec<String> = materials(5).iter().filter(|m| m.pieces() == 5).map(|m| m.name()).collect();
+        report!("tables of 5 pieces checked: {}", if five.is_empty() { "none".into() } else { five.join(", ") });
         store
     })
 }
@@ -56,11 +58,24 @@ fn max_pieces() -> usize {
 
 /// Tables of 5 pieces to check (generated with what they depend on, which
 /// takes about a minute for KNNvKN and two for KRBvKQ on 2 cores):
-/// `TBSERVER_BUILTIN_TEST_FIVE` (comma-separated, empty for none), KNNvKN
-/// by default: it has identical men, both sides' minor pieces and a
+/// `TBSERVER_BUILTIN_TEST_FIVE` (comma-separated, empty for none, `all` for
+/// every one with a Syzygy file in the shared data: 13, hours on 2 cores),
+/// KNNvKN by default: it has identical men, both sides' minor pieces and a
 /// Syzygy file in the shared data.
 fn five_piece_tables() -> Vec<Material> {
     let names = std::env::var("TBSERVER_BUILTIN_TEST_FIVE").unwrap_or_else(|_| "KNNvKN".into());
+    if names == "all" {
+        let dir = common::syzygy_dir().expect("TBSERVER_BUILTIN_TEST_FIVE=all needs the shared Syzygy tables");
+        let mut all: Vec<Material> = std::fs::read_dir(&dir)
+            .expect("the Syzygy directory")
+            .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".rtbw").and_then(Material::parse))
+            .filter(|m| m.pieces() == 5)
+            .map(|m| m.canonical())
+            .collect();
+        all.sort_by_key(|m| m.name());
+        assert!(!all.is_empty(), "no 5-piece Syzygy table in {}", dir.display());
+        return all;
+    }
     names
         .split(',')
         .filter(|n| !n.is_empty())
