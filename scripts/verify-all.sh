@@ -7,7 +7,8 @@
 #    own successors (DTZ, DTM, and DTM50 at every half-move clock) and, where
 #    only mate zeroes, DTZ == DTM (tests/builtin_vs_tables.rs); likewise the
 #    5-piece tables KNNvKN and KRBvKQ, generated first (about 3 minutes;
-#    TBSERVER_BUILTIN_TEST_FIVE names others, e.g. all 13 of ../shared);
+#    TBSERVER_BUILTIN_TEST_FIVE names others, or `all` for the 13 with a
+#    Syzygy file in ../shared: about 3 hours more);
 #  - chesstb's tables (shipping format) against the built-in tables: WDL,
 #    DTZ, DTM and DTM50 at every clock 0-99 on every position of every
 #    3-4-piece material whose side to move the files store, 1 in 8 of the
