@@ -18,7 +18,7 @@ use super::{
     index::Layout,
     memory::filled,
     radix,
-    moves::{for_each_quiet_child, for_each_unmove_prefetched, prefetch},
+    moves::{for_each_quiet_child_prefetched, for_each_unmove_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -116,12 +116,20 @@ impl Builder {
         }
     }
 
-    pub fn finish(mut self) -> Dtm50Data {
+    /// The collected segments, in position order. `spare` is how many
+    /// log entries' worth of memory was freed before (the working memory
+    /// of the analysis): up to that, the log is sorted with a scratch copy.
+    pub fn finish(mut self, spare: usize) -> Dtm50Data {
         // A position's segments were found in ascending distance and
-        // ascending clock: by index, then by the packed segment (clock in
-        // the high bits) keeps that order. In place: a stable sort would
-        // want half the log again as scratch.
-        self.more.sort_unstable();
+        // ascending clock: a stable sort by index keeps that order, and so
+        // does sorting by index, then by the packed segment (clock in the
+        // high bits). The first is linear, the second needs no scratch.
+        if self.more.len() <= spare {
+            let mut scratch = Vec::new();
+            radix::sort_by_index(&mut self.more, &mut scratch, 0..self.first.len(), |&(idx, _)| idx);
+        } else {
+            self.more.sort_unstable();
+        }
         let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
         let mut i = 0;
         while i < self.more.len() {
@@ -359,23 +367,11 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
     // Wins found at the previous distance, with their clock before.
     let mut won: Vec<(u32, i8)> = Vec::new();
 
-    // Largest clock at which `p` (whose non-zeroing moves all reach
-    // positions won at some clock ≥ 1) is lost within `n` plies.
-    let lost_until = |p: u32, n: usize, state: &[State]| -> i8 {
+    // Whether `p`'s best zeroing move lets it be lost within `n` plies: it
+    // has none, or it loses in time.
+    let may_be_lost = |p: u32, n: usize| {
         let e = exit[p as usize - base];
-        let mut u = if e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n) {
-            LAST_MOVE_CLOCK as i8
-        } else {
-            return NONE_YET;
-        };
-        // Illegal indexes read an empty word (a member's word never is).
-        for_each_quiet_child(l, &l.unchecked_pos(p), |qi| {
-            let q = state[qi - base];
-            if q.0 != 0 {
-                u = u.min((q.thr() - 1).max(NONE_YET));
-            }
-        });
-        u
+        e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n)
     };
 
     let mut n = 1usize;
@@ -429,16 +425,28 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
                 }
             }
         }
+        // Each of them whose non-zeroing moves all reach positions won at
+        // some clock ≥ 1 is lost within n plies up to the tightest of them.
         let mut lost_now = Vec::new();
+        recompute.retain(|&p| may_be_lost(p, n));
         radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
-        for &p in &recompute {
-            let u = lost_until(p, n, state);
+        let at = state.as_ptr().wrapping_sub(base);
+        let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
+        for_each_quiet_child_prefetched(l, recompute.iter().copied(), |p| p, ahead, |p, children| {
+            let mut u = LAST_MOVE_CLOCK as i8;
+            for &qi in children {
+                // Illegal indexes read an empty word (a member's word never is).
+                let q = state[qi as usize - base];
+                if q.0 != 0 {
+                    u = u.min((q.thr() - 1).max(NONE_YET));
+                }
+            }
             if u > state[p as usize - base].thr() {
                 state[p as usize - base].set_thr(u);
                 out.record(p, value::loss(n as u16), u);
                 lost_now.push((p, u));
             }
-        }
+        });
 
         // Wins at n: one move to a position lost at n - 1.
         let mut won_now: Vec<(u32, i8)> = Vec::new();

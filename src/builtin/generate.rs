@@ -12,6 +12,8 @@
 //! DTM50 adds the half-move clock to the game; see [`super::dtm50`].
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
 
 use arrayvec::ArrayVec;
 use shakmaty::Role;
@@ -66,8 +68,29 @@ pub struct Generated {
     /// Absent when generated without DTM50.
     pub dtm50: Option<Dtm50Data>,
     pub legal_positions: u64,
-    /// Time spent solving DTM50 (the rest is WDL50, DTZ50'' and DTM).
-    pub dtm50_secs: f64,
+    pub secs: PhaseSecs,
+}
+
+/// Where a generation's time went: each part's own wall time, in seconds.
+/// Within a layer DTZ50'' and DTM50 are solved side by side, on two threads
+/// when one is free, so the parts can add up to more than the whole.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct PhaseSecs {
+    /// Finding the legal positions and resolving their captures,
+    /// promotions and pawn moves.
+    pub exits: f64,
+    /// Solving DTZ50'' (and, without DTM50, DTM beside it).
+    pub dtz: f64,
+    /// Solving DTM50 and collecting its segments; DTM is read off it.
+    pub dtm50: f64,
+}
+
+impl std::ops::AddAssign for PhaseSecs {
+    fn add_assign(&mut self, o: PhaseSecs) {
+        self.exits += o.exits;
+        self.dtz += o.dtz;
+        self.dtm50 += o.dtm50;
+    }
 }
 
 /// What the moves of one position that leave its layer lead to.
@@ -132,7 +155,7 @@ fn generate_with(
         SolvedDtm::Dense(filled(l.size, ILLEGAL))
     };
     let mut scratch = dtm50::Scratch::new(if with_dtm50 { span } else { 0 });
-    let mut dtm50_secs = 0.0;
+    let mut secs = PhaseSecs::default();
     let mut legal_positions = 0;
     let mate = if with_dtm50 { Mate::Dtm50 } else { Mate::Dtm };
     for layer in l.layer_order() {
@@ -140,18 +163,19 @@ fn generate_with(
             return Err("generation cancelled".into());
         }
         let base = layer * span;
-        // The layer's legal positions, in index order.
-        let members: Vec<u32> = (base..base + span)
-            .into_par_iter()
-            .step_by(EXIT_CHUNK)
-            .flat_map_iter(|lo| {
-                (lo as u32..(lo + EXIT_CHUNK).min(base + span) as u32).filter(|&idx| l.decode(idx).is_some())
-            })
-            .collect();
+        let start = Instant::now();
+        let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+        exits_pass(l, (&dtz, &solved_dtm, &dtm50), lookup, mate, exits)?;
+        // The layer's legal positions, in index order: those the exits pass
+        // found legal.
+        let members: Vec<u32> =
+            exit_dtz.iter().enumerate().filter(|&(_, &e)| e != ILLEGAL).map(|(j, _)| (base + j) as u32).collect();
+        secs.exits += start.elapsed().as_secs_f64();
         if members.is_empty() {
             continue;
         }
         legal_positions += members.len() as u64;
+        let members = &members[..];
         // This layer's DTM: in the whole table's array, or in `dtm_layer`
         // (by index less `values_base`).
         let (dtm, values_base) = match &mut solved_dtm {
@@ -161,49 +185,52 @@ fn generate_with(
                 (&mut dtm_layer[..], base)
             }
         };
-        for &idx in &members {
-            dtz[idx as usize] = UNKNOWN;
-            dtm[idx as usize - values_base] = UNKNOWN;
-        }
-        let members = &members[..];
-        let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-        exits_pass(l, members, (&dtz, &solved_dtm, &dtm50), lookup, mate, exits)?;
-        let (dtm, values_base) = match &mut solved_dtm {
-            SolvedDtm::Dense(v) => (&mut v[..], 0),
-            SolvedDtm::ReadOff { .. } => (&mut dtm_layer[..], base),
-        };
+        // Positions without moves have their value; the others are solved.
         for &idx in members {
             let (i, j) = (idx as usize, idx as usize - base);
-            if let Some(v) = terminal(exit_dtz[j]) {
-                dtz[i] = v;
-                dtm[i - values_base] = v;
-                exit_dtz[j] = UNKNOWN;
-            }
+            let v = match terminal(exit_dtz[j]) {
+                Some(v) => {
+                    exit_dtz[j] = UNKNOWN;
+                    v
+                }
+                None => UNKNOWN,
+            };
+            dtz[i] = v;
+            dtm[i - values_base] = v;
         }
         if !with_dtm50 {
+            let start = Instant::now();
             rayon::join(
                 || solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0)),
                 || solve(l, members, base, &counter, &exit_mate, (dtm, 0)),
             );
+            secs.dtz += start.elapsed().as_secs_f64();
             continue;
         }
         // DTM holds only the layer's terminal values here, as DTM50 wants.
-        let start = std::time::Instant::now();
+        let start = Instant::now();
         let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm_layer, &mut scratch, &mut dtm50);
-        let ((), secs) = rayon::join(
-            || solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0)),
+        let prepare_secs = start.elapsed().as_secs_f64();
+        let (dtz_secs, dtm50_secs) = rayon::join(
             || {
+                let start = Instant::now();
+                solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0));
+                start.elapsed().as_secs_f64()
+            },
+            || {
+                let start = Instant::now();
                 dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
                 start.elapsed().as_secs_f64()
             },
         );
-        dtm50_secs += secs;
+        secs.dtz += dtz_secs;
+        secs.dtm50 += prepare_secs + dtm50_secs;
         if !dtm_from_dtm50(members, base, &dtz, &dtm50, &mut dtm_layer, dtm_limit_plies) {
             // A win or loss beyond 100 plies, or one the 50-move rule turns
             // into a draw: solve DTM the long way, its exits found again
             // (the mate exits were by DTM50).
             let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-            exits_pass(l, members, (&dtz, &solved_dtm, &dtm50), lookup, Mate::Dtm, exits)?;
+            exits_pass(l, (&dtz, &solved_dtm, &dtm50), lookup, Mate::Dtm, exits)?;
             for &idx in members {
                 let j = idx as usize - base;
                 dtm_layer[j] = terminal(exit_dtz[j]).unwrap_or(UNKNOWN);
@@ -232,10 +259,12 @@ fn generate_with(
             *v = UNKNOWN;
         }
     }
-    let start = std::time::Instant::now();
-    let dtm50 = with_dtm50.then(|| dtm50.finish());
-    dtm50_secs += start.elapsed().as_secs_f64();
-    Ok(Generated { dtz, dtm, dtm50, legal_positions, dtm50_secs })
+    let start = Instant::now();
+    // The analysis's scratch words (4 bytes per index of a layer) are gone:
+    // room for as many 8-byte log entries again.
+    let dtm50 = with_dtm50.then(|| dtm50.finish(span / 2));
+    secs.dtm50 += start.elapsed().as_secs_f64();
+    Ok(Generated { dtz, dtm, dtm50, legal_positions, secs })
 }
 
 /// DTM of the positions solved so far.
@@ -318,12 +347,12 @@ fn terminal(exit_dtz: u16) -> Option<u16> {
     }
 }
 
-/// Resolves the moves of `members` (ascending) that leave their layer, in
-/// parallel, from `solved` (DTZ50'', DTM and DTM50 of later layers) and
-/// `lookup` (other tables), into `out`.
+/// Finds the legal positions of the layer starting at `out.base` and
+/// resolves their moves that leave the layer, in parallel, from `solved`
+/// (DTZ50'', DTM and DTM50 of later layers) and `lookup` (other tables),
+/// into `out`. Illegal indexes get [`ILLEGAL`] in `out.dtz`.
 fn exits_pass(
     l: &Layout,
-    members: &[u32],
     solved: (&[u16], &SolvedDtm, &dtm50::Builder),
     lookup: &Lookup,
     mate: Mate,
@@ -339,11 +368,18 @@ fn exits_pass(
         .enumerate()
         .try_for_each(|(c, ((counter, exit_dtz), exit_mate))| {
             let lo = out.base + c * EXIT_CHUNK;
-            let first = members.partition_point(|&m| (m as usize) < lo);
-            let end = members.partition_point(|&m| (m as usize) < lo + EXIT_CHUNK);
-            for &idx in &members[first..end] {
-                let j = idx as usize - lo;
-                match exits_of(l, &l.unchecked_pos(idx), dtz, dtm, at_zero, lookup)? {
+            for j in 0..counter.len() {
+                // Illegal: men on one square, a duplicate index, or the side
+                // not to move in check (found by the move generation).
+                let exit = match l.decode_placement((lo + j) as u32) {
+                    Some(p) => exits_of(l, &p, dtz, dtm, at_zero, lookup)?,
+                    None => None,
+                };
+                let Some(exit) = exit else {
+                    exit_dtz[j] = ILLEGAL;
+                    continue;
+                };
+                match exit {
                     Exit::Terminal(v) => {
                         counter[j] = 0;
                         exit_dtz[j] = if v == DRAW { STALEMATED } else { MATED };
@@ -399,11 +435,19 @@ fn dtm_from_dtm50(
 
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
-fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &SolvedDtm, at_zero: &dtm50::Builder, lookup: &Lookup) -> Result<Exit, String> {
+/// `None` if `p` is illegal (the side not to move in check).
+fn exits_of(
+    l: &Layout,
+    p: &Pos,
+    dtz: &[u16],
+    dtm: &SolvedDtm,
+    at_zero: &dtm50::Builder,
+    lookup: &Lookup,
+) -> Result<Option<Exit>, String> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
-    let weight = for_each_zeroing_move(l, p, |s| {
+    let Some(weight) = for_each_zeroing_move(l, p, |s| {
         zeroing = true;
         let child = match s {
             Succ::Quiet => unreachable!("non-zeroing moves are counted"),
@@ -432,16 +476,18 @@ fn exits_of(l: &Layout, p: &Pos, dtz: &[u16], dtm: &SolvedDtm, at_zero: &dtm50::
             },
         };
         best = best.better(child.back_zeroing());
-    });
+    }) else {
+        return Ok(None);
+    };
     if let Some(e) = err {
         return Err(e);
     }
     if !zeroing && weight == 0 {
-        return Ok(Exit::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW }));
+        return Ok(Some(Exit::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW })));
     }
     let symmetric = l.symmetry_count(&p.sq);
     debug_assert_eq!(weight % symmetric, 0);
-    Ok(Exit::Moves { moves: (weight / symmetric) as u8, best })
+    Ok(Some(Exit::Moves { moves: (weight / symmetric) as u8, best }))
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may

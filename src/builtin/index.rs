@@ -124,6 +124,21 @@ fn apply(sym: &[u8; 64], sq: Squares) -> Squares {
     sq.map(|s| sym[s as usize & 63])
 }
 
+/// The squares `piece` on `sq` attacks, as [`attacks::attacks`], but
+/// inlined: shakmaty's dispatch is not marked inline, and the retrograde
+/// passes call it for every position they touch.
+#[inline(always)]
+pub fn attacks_of(sq: Square, piece: Piece, occupied: Bitboard) -> Bitboard {
+    match piece.role {
+        Role::Pawn => attacks::pawn_attacks(piece.color, sq),
+        Role::Knight => attacks::knight_attacks(sq),
+        Role::Bishop => attacks::bishop_attacks(sq, occupied),
+        Role::Rook => attacks::rook_attacks(sq, occupied),
+        Role::Queen => attacks::queen_attacks(sq, occupied),
+        Role::King => attacks::king_attacks(sq),
+    }
+}
+
 /// How a table lays out its positions.
 #[derive(Debug, Clone)]
 pub struct Layout {
@@ -134,8 +149,6 @@ pub struct Layout {
     /// Men `start..end` are the same piece (at most one such group up to
     /// 5 men): their squares are stored sorted. Empty if none.
     identical: std::ops::Range<usize>,
-    /// Size of each man's low digit: its square, a pawn's file only.
-    radix: Vec<u32>,
     /// Index weight of each man's low digit (0 for absent men).
     stride: [u32; MAX_MEN],
     /// Index weight of each man's rank: `8 * stride` for pieces (so that
@@ -145,11 +158,23 @@ pub struct Layout {
     rank_offset: [u8; MAX_MEN],
     /// Index weight of the side to move: black adds it.
     turn_stride: u32,
+    /// Bits of the men after the white king: their digits (64 or 8 each)
+    /// are bit fields of the index's low `low_bits` bits.
+    low_bits: u32,
+    /// Where each man's low digit sits in those bits, and its mask (both 0
+    /// for the king and for absent men).
+    low_shift: [u8; MAX_MEN],
+    low_mask: [u8; MAX_MEN],
+    /// The pawns' slots, the one with the least significant rank digit
+    /// first.
+    pawn_slots: arrayvec::ArrayVec<u8, MAX_MEN>,
     pub size: usize,
 }
 
 /// Squares of the men (by [`Layout::men`] order) and the side to move.
+// One aligned word: the squares first, as `unchecked_pos` builds them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(C, align(8))]
 pub struct Pos {
     pub sq: Squares,
     pub turn: Color,
@@ -167,7 +192,11 @@ pub enum Steps {
     /// The smaller of `base + t * stride` and `transposed_base +
     /// transpose(t) * stride` (white king on the a1–h8 diagonal).
     Diagonal { base: u32, transposed_base: u32, stride: u32 },
-    /// Identical men may swap: the full index.
+    /// One of two identical men moves, the other stays on `other`: `base +
+    /// low * low_stride + high * high_stride` where `low` and `high` are
+    /// `t` and `other` in order (no symmetry or tie-break in question).
+    Pair { base: u32, other: u8, low_stride: u32, high_stride: u32 },
+    /// The full index.
     Full,
 }
 
@@ -214,7 +243,30 @@ impl Layout {
             w *= 6;
         }
         let size = w as usize;
-        Layout { material: material.clone(), men, n, pawns, identical, radix, stride, rank_stride, rank_offset, turn_stride, size }
+        let (mut low_shift, mut low_mask) = ([0u8; MAX_MEN], [0u8; MAX_MEN]);
+        for i in 1..n {
+            debug_assert!(radix[i].is_power_of_two(), "digits below the white king's are bit fields");
+            low_shift[i] = stride[i].trailing_zeros() as u8;
+            low_mask[i] = (radix[i] - 1) as u8;
+        }
+        let low_bits = stride[0].trailing_zeros();
+        let pawn_slots = (1..n).rev().filter(|&i| is_pawn(i)).map(|i| i as u8).collect();
+        Layout {
+            material: material.clone(),
+            men,
+            n,
+            pawns,
+            identical,
+            stride,
+            rank_stride,
+            rank_offset,
+            turn_stride,
+            low_bits,
+            low_shift,
+            low_mask,
+            pawn_slots,
+            size,
+        }
     }
 
     #[inline]
@@ -293,7 +345,14 @@ impl Layout {
             return Steps::WhiteKing { base, stride };
         }
         if self.identical.contains(&moved) {
-            return Steps::Full;
+            let g = self.identical.clone();
+            if g.len() != 2 || !(self.pawns || wk >> 3 != wk & 7) {
+                return Steps::Full;
+            }
+            let other = if moved == g.start { g.start + 1 } else { g.start };
+            let (low_stride, high_stride) = (self.stride[g.start], self.stride[g.start + 1]);
+            let base = self.raw_index(from, turn) - from[g.start] as u32 * low_stride - from[g.start + 1] as u32 * high_stride;
+            return Steps::Pair { base, other: from[other], low_stride, high_stride };
         }
         let base = self.raw_index(from, turn) - from[moved] as u32 * stride;
         if self.pawns || wk >> 3 != wk & 7 {
@@ -325,14 +384,18 @@ impl Layout {
     /// The position stored at `idx` if `idx` is the index of a legal position
     /// (men on distinct squares, side not to move not in check).
     pub fn decode(&self, idx: u32) -> Option<Pos> {
+        self.decode_placement(idx).filter(|pos| !self.in_check(&pos.sq, !pos.turn))
+    }
+
+    /// The position stored at `idx` if `idx` is its index and its men stand
+    /// on distinct squares; whether the side not to move is in check is left
+    /// to the caller (move generation finds it out on the way).
+    #[inline]
+    pub fn decode_placement(&self, idx: u32) -> Option<Pos> {
         let pos = self.unchecked_pos(idx);
         let sq = pos.sq;
-        for i in 0..self.n {
-            for j in 0..i {
-                if sq[i] == sq[j] {
-                    return None;
-                }
-            }
+        if self.occupied(&sq).count() != self.n {
+            return None;
         }
         // Decoded squares have the white king in its canonical region
         // already, so only the tie-breaks can make `idx` non-canonical.
@@ -343,41 +406,38 @@ impl Layout {
             self.index(&pos) == idx
         };
         debug_assert_eq!(canonical, self.index(&pos) == idx);
-        if !canonical || self.in_check(&pos.sq, !pos.turn) {
-            return None;
-        }
-        Some(pos)
+        canonical.then_some(pos)
     }
 
     /// The squares an index stands for, without any check.
     #[inline]
     pub fn unchecked_pos(&self, idx: u32) -> Pos {
-        let mut rest = idx;
-        let mut sq = [NONE; MAX_MEN];
-        for i in (0..self.n).rev() {
-            // Division by constants compiles to multiplications and shifts.
-            let (d, r) = match self.radix[i] {
-                64 => (rest % 64, rest / 64),
-                32 => (rest % 32, rest / 32),
-                10 => (rest % 10, rest / 10),
-                8 => (rest % 8, rest / 8),
-                radix => (rest % radix, rest / radix),
-            };
-            rest = r;
-            sq[i] = if i == 0 {
-                if self.pawns { ((d / 4) * 8 + d % 4) as u8 } else { TRIANGLE_SQUARES[d as usize] }
-            } else {
-                d as u8
-            };
+        // Below the white king every digit is a bit field; above it come its
+        // own digit, the side to move and the pawns' ranks. The squares are
+        // built as bytes of one register: writing them one by one into the
+        // array and reading it back whole stalls store forwarding.
+        let mut packed: u64 = u64::from_le_bytes([NONE, NONE, NONE, NONE, NONE, 0, 0, 0]);
+        for i in 1..self.n {
+            let d = ((idx >> self.low_shift[i]) & self.low_mask[i] as u32) as u64;
+            packed = packed & !(0xff << (8 * i)) | d << (8 * i);
         }
+        let high = idx >> self.low_bits;
+        let (king, mut rest) = if self.pawns {
+            let d = high & 31;
+            (((d >> 2) << 3) | (d & 3), high >> 5)
+        } else {
+            (TRIANGLE_SQUARES[(high % 10) as usize] as u32, high / 10)
+        };
+        packed = packed & !0xff | king as u64;
         let turn = if rest & 1 == 0 { Color::White } else { Color::Black };
         rest >>= 1;
-        if self.pawns {
-            for i in (1..self.n).rev().filter(|&i| self.rank_offset[i] != 0) {
-                sq[i] += ((rest % 6 + 1) * 8) as u8;
-                rest /= 6;
-            }
+        for &i in &self.pawn_slots {
+            // Adds the rank to the file: no carry into the next byte.
+            packed += (((rest % 6 + 1) * 8) as u64) << (8 * i);
+            rest /= 6;
         }
+        let mut sq = [0u8; MAX_MEN];
+        sq.copy_from_slice(&packed.to_le_bytes()[..MAX_MEN]);
         Pos { sq, turn }
     }
 
@@ -404,7 +464,7 @@ impl Layout {
                 continue;
             }
             let from = Square::new(sq[i] as u32);
-            if attacks::attacks(from, Piece { color: c, role }, occ).contains(target) {
+            if attacks_of(from, Piece { color: c, role }, occ).contains(target) {
                 return true;
             }
         }
@@ -559,6 +619,9 @@ mod tests {
                                         continue;
                                     }
                                 },
+                                Steps::Pair { base, other, low_stride, high_stride } => {
+                                    base + t.min(other) as u32 * low_stride + t.max(other) as u32 * high_stride
+                                }
                                 Steps::Full => {
                                     slow += 1;
                                     continue;

@@ -4,7 +4,7 @@
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
-use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, transpose};
+use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, attacks_of, transpose};
 
 /// Any position with at most [`MAX_MEN`] men, used to look up other tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,14 +56,16 @@ fn with_square(sq: Squares, i: usize, to: u8) -> Squares {
 /// Calls `f` for every legal move of `p` (a legal position of layout `l`).
 /// En passant is not generated: table positions carry no en-passant rights.
 pub fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
-    moves::<true>(l, p, f);
+    let legal = moves::<true>(l, p, f);
+    debug_assert!(legal.is_some(), "moves of an illegal position");
 }
 
 /// Calls `f` for every legal zeroing move of `p` (those that leave its
 /// layer) and returns its legal non-zeroing moves, each weighted by the
 /// number of symmetries that fix the position it leads to (as
-/// [`Layout::symmetry_count`]).
-pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> u32 {
+/// [`Layout::symmetry_count`]). `None`, without calling `f`, if `p` is
+/// illegal: the side not to move in check.
+pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> Option<u32> {
     moves::<false>(l, p, f)
 }
 
@@ -71,13 +73,23 @@ pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> u32 {
 /// to `f` (and 0 returned); without, the non-zeroing moves are only counted,
 /// by population count wherever no legality test or symmetry is in question.
 #[inline(always)]
-fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32 {
+fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Option<u32> {
     let us = p.turn;
     let occ = l.occupied(&p.sq);
     let mut ours = Bitboard::EMPTY;
+    // What each of our men attacks; the position is illegal if that
+    // includes the other king.
+    let mut attacked = [Bitboard::EMPTY; MAX_MEN];
+    let their_king = Square::new(p.sq[us.fold_wb(1, 0)] as u32);
     for i in 0..l.n {
-        if l.men[i].0 == us {
-            ours.add(Square::new(p.sq[i] as u32));
+        let (c, role) = l.men[i];
+        if c == us {
+            let from = Square::new(p.sq[i] as u32);
+            ours.add(from);
+            attacked[i] = attacks_of(from, Piece { color: c, role }, occ);
+            if attacked[i].contains(their_king) {
+                return None;
+            }
         }
     }
     let theirs = occ & !ours;
@@ -96,9 +108,9 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
         if c != us {
             let from = Square::new(p.sq[j] as u32);
             let piece = Piece { color: c, role };
-            danger |= attacks::attacks(from, piece, occ.without(king));
+            danger |= attacks_of(from, piece, occ.without(king));
             if matches!(role, Role::Bishop | Role::Rook | Role::Queen)
-                && attacks::attacks(from, piece, Bitboard::EMPTY).contains(king)
+                && attacks_of(from, piece, Bitboard::EMPTY).contains(king)
             {
                 pin_lines |= attacks::between(king, from);
             }
@@ -141,6 +153,21 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
             quiet_weight.set(quiet_weight.get() + l.symmetry_count(&child));
         }
     };
+    // A king step can lead to a position a symmetry fixes only onto a long
+    // diagonal the other king stands on (pawnless tables).
+    let their_lines = if l.pawns {
+        Bitboard::EMPTY
+    } else {
+        let s = their_king as u32 as u8;
+        let mut lines = Bitboard::EMPTY;
+        if on_diagonal(s) {
+            lines |= Bitboard(0x8040_2010_0804_0201);
+        }
+        if on_anti_diagonal(s) {
+            lines |= Bitboard(0x0102_0408_1020_4080);
+        }
+        lines
+    };
     for i in 0..l.n {
         let (c, role) = l.men[i];
         if c != us {
@@ -160,21 +187,26 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
                     }
                 }
             }
-            for t in attacks::pawn_attacks(us, from_sq) & theirs {
+            for t in attacked[i] & theirs {
                 emit(i, t as u8, &mut f, false);
             }
         } else {
-            let targets = attacks::attacks(from_sq, Piece { color: c, role }, occ) & !ours;
+            let targets = attacked[i] & !ours;
             let safe = role != Role::King && !in_check && !pin_lines.contains(from_sq) && !kings_fixed_by_symmetry;
             if !QUIET && safe {
                 quiet_weight.set(quiet_weight.get() + (targets & !occ).count() as u32);
                 for t in targets & theirs {
                     emit(i, t as u8, &mut f, false);
                 }
-            } else if !QUIET && role == Role::King && l.pawns {
-                // With pawns no symmetry fixes a position: every king step
-                // to a safe empty square weighs 1.
-                quiet_weight.set(quiet_weight.get() + (targets & !occ & !danger).count() as u32);
+            } else if !QUIET && role == Role::King {
+                // Every step to a safe empty square weighs 1, except onto
+                // the other king's long diagonal.
+                let quiet = targets & !occ & !danger;
+                let mut weight = (quiet & !their_lines).count() as u32;
+                for t in quiet & their_lines {
+                    weight += l.symmetry_count(&with_square(p.sq, i, t as u8));
+                }
+                quiet_weight.set(quiet_weight.get() + weight);
                 for t in targets & theirs {
                     emit(i, t as u8, &mut f, false);
                 }
@@ -185,40 +217,82 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> u32
             }
         }
     }
-    quiet_weight.get()
+    Some(quiet_weight.get())
 }
 
-/// Calls `f` with the index of every position that reaches `r` by a
+/// Calls `f` with the index of every legal position that reaches `r` by a
 /// non-zeroing move (a non-pawn piece of the side that just moved steps back
 /// to an empty square). `r` must be canonical (decoded from its index). The
-/// predecessor has the other side to move. It may be illegal (the side to
-/// move in `r` in check): then its index is that of no legal position, which
-/// callers recognise by the value stored there.
+/// predecessor has the other side to move.
 pub fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
     // A piece steps back along the lines it stepped forward on.
     piece_steps(l, &r.sq, !r.turn, !r.turn, f);
 }
 
-/// Calls `f` with the index of every position a non-zeroing move of `p`
-/// leads to, legal or not: a move that leaves the mover's king attacked
-/// reaches the index of no legal position, which callers recognise by the
-/// value stored there. `p` must be canonical.
+/// Calls `f` with the index of every position a legal non-zeroing move of
+/// `p` leads to. `p` must be canonical.
 pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
     piece_steps(l, &p.sq, p.turn, !p.turn, f);
 }
 
 /// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
-/// (not pawns) moved to an empty square it attacks. `sq` is canonical.
+/// (not pawns) moved to an empty square it attacks, where the side not to
+/// move then is not in check. `sq` is canonical.
 #[inline(always)]
 fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl FnMut(usize)) {
     let occ = l.occupied(sq);
+    // The king that must not be left attacked, and who would attack it:
+    // after an un-move the side to move's (the mover's men attack), after
+    // a move the mover's own.
+    let attackers = if mover == turn { mover } else { !mover };
+    let victim = Square::new(sq[(!attackers).fold_wb(0, 1)] as u32);
+    // Attackers on a line (or at a leap) to the king, whatever stands
+    // between: only these can attack it after a step.
+    let mut lined_up = [false; MAX_MEN];
+    for j in 0..l.n {
+        let (c, role) = l.men[j];
+        if c == attackers && sq[j] != NONE {
+            lined_up[j] = attacks_of(Square::new(sq[j] as u32), Piece { color: c, role }, Bitboard::EMPTY).contains(victim);
+        }
+    }
     for i in 0..l.n {
         let (c, role) = l.men[i];
         if c != mover || role == Role::Pawn {
             continue;
         }
         let from = Square::new(sq[i] as u32);
-        let targets = attacks::attacks(from, Piece { color: c, role }, occ) & !occ;
+        let mut targets = attacks_of(from, Piece { color: c, role }, occ) & !occ;
+        // Legality: with this man gone from `from`, which targets leave the
+        // victim king unattacked.
+        let vacated = occ.without(from);
+        if from == victim {
+            // The king itself steps: onto squares no attacker reaches.
+            for j in 0..l.n {
+                let (a, arole) = l.men[j];
+                if a == attackers && sq[j] != NONE {
+                    targets &= !attacks_of(Square::new(sq[j] as u32), Piece { color: a, role: arole }, vacated);
+                }
+            }
+        } else {
+            if c == attackers {
+                // An attacker steps back: not onto a square it checks from
+                // (its attacks are symmetric, it is no pawn).
+                targets &= !attacks_of(victim, Piece { color: c, role }, vacated);
+            }
+            for j in 0..l.n {
+                if j != i && lined_up[j] {
+                    let (a, arole) = l.men[j];
+                    let at = Square::new(sq[j] as u32);
+                    if attacks_of(at, Piece { color: a, role: arole }, vacated).contains(victim) {
+                        // Only a target in between blocks it.
+                        targets &= attacks::between(at, victim);
+                    }
+                }
+            }
+        }
+        if targets.is_empty() {
+            continue;
+        }
         // The hot loop of every retrograde pass: where the symmetry stays,
         // one multiply-add per position.
         let full = |t: u8| l.index(&Pos { sq: with_square(*sq, i, t), turn }) as usize;
@@ -237,6 +311,12 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl 
             Steps::WhiteKing { base, stride } => {
                 for t in targets {
                     f(l.plain_king_digit(t as u8).map_or_else(|| full(t as u8), |d| (base + d * stride) as usize));
+                }
+            }
+            Steps::Pair { base, other, low_stride, high_stride } => {
+                for t in targets {
+                    let t = t as u8;
+                    f((base + t.min(other) as u32 * low_stride + t.max(other) as u32 * high_stride) as usize);
                 }
             }
             Steps::Full => {
@@ -259,31 +339,67 @@ pub fn for_each_unmove_prefetched<E: Copy>(
     entries: impl IntoIterator<Item = E>,
     index: impl Fn(E) -> u32,
     prefetch: impl Fn(usize),
+    f: impl FnMut(E, &[u32]),
+) {
+    prefetched::<false, E>(l, entries, index, prefetch, f);
+}
+
+/// [`for_each_quiet_child`] over a batch of positions, prefetching as
+/// [`for_each_unmove_prefetched`] does.
+pub fn for_each_quiet_child_prefetched<E: Copy>(
+    l: &Layout,
+    entries: impl IntoIterator<Item = E>,
+    index: impl Fn(E) -> u32,
+    prefetch: impl Fn(usize),
+    f: impl FnMut(E, &[u32]),
+) {
+    prefetched::<true, E>(l, entries, index, prefetch, f);
+}
+
+/// Both of the above: the neighbours are the quiet children with
+/// `CHILDREN`, else the predecessors.
+#[inline(always)]
+fn prefetched<const CHILDREN: bool, E: Copy>(
+    l: &Layout,
+    entries: impl IntoIterator<Item = E>,
+    index: impl Fn(E) -> u32,
+    prefetch: impl Fn(usize),
     mut f: impl FnMut(E, &[u32]),
 ) {
-    // The entries found but not processed yet, oldest at `slot`.
-    let mut ring: [(Option<E>, Vec<u32>); PREFETCH_ENTRIES] = std::array::from_fn(|_| (None, Vec::with_capacity(128)));
+    // The entries found but not processed yet, oldest at `slot`, with
+    // their neighbours. Fixed arrays, not vectors: a push that might grow
+    // would keep the length in memory in the hot loop.
+    let mut pending: [Option<E>; PREFETCH_ENTRIES] = [None; PREFETCH_ENTRIES];
+    let mut neighbours = [[0u32; MAX_NEIGHBOURS]; PREFETCH_ENTRIES];
+    let mut lens = [0usize; PREFETCH_ENTRIES];
     let mut slot = 0;
     for e in entries {
-        let (pending, preds) = &mut ring[slot];
-        if let Some(p) = pending.take() {
-            f(p, preds);
+        if let Some(p) = pending[slot].take() {
+            f(p, &neighbours[slot][..lens[slot]]);
         }
-        preds.clear();
-        for_each_unmove(l, &l.unchecked_pos(index(e)), |q| {
+        let (out, mut len) = (&mut neighbours[slot], 0);
+        let found = |q: usize| {
             prefetch(q);
-            preds.push(q as u32);
-        });
-        *pending = Some(e);
+            out[len] = q as u32;
+            len += 1;
+        };
+        let p = l.unchecked_pos(index(e));
+        if CHILDREN { for_each_quiet_child(l, &p, found) } else { for_each_unmove(l, &p, found) }
+        lens[slot] = len;
+        pending[slot] = Some(e);
         slot = (slot + 1) % PREFETCH_ENTRIES;
     }
     for k in 0..PREFETCH_ENTRIES {
-        let (pending, preds) = &mut ring[(slot + k) % PREFETCH_ENTRIES];
-        if let Some(p) = pending.take() {
-            f(p, preds);
+        let s = (slot + k) % PREFETCH_ENTRIES;
+        if let Some(p) = pending[s].take() {
+            f(p, &neighbours[s][..lens[s]]);
         }
     }
 }
+
+/// More positions than one move or un-move of a built-in table's position
+/// can reach: three queens and a king reach at most 3 * 27 + 8 = 89 squares.
+const MAX_NEIGHBOURS: usize = 128;
 
 /// How many entries ahead [`for_each_unmove_prefetched`] looks (2, 4 and 8
 /// measured the same on KQvKP).
