@@ -399,12 +399,17 @@ impl Layout {
         }
         // Decoded squares have the white king in its canonical region
         // already, so only the tie-breaks can make `idx` non-canonical.
+        // With the white king on the a1-h8 diagonal, the index is the
+        // smaller of the raw indexes of the squares and of their
+        // transposition (each with identical men sorted); `idx` is the raw
+        // index of its own squares.
         let wk = sq[0];
-        let canonical = if self.pawns || wk >> 3 != wk & 7 {
-            self.identical_sorted(&sq)
-        } else {
-            self.index(&pos) == idx
-        };
+        let canonical = self.identical_sorted(&sq)
+            && (self.pawns || wk >> 3 != wk & 7 || {
+                let mut t = apply(&SYMMETRIES[4], sq);
+                self.sort_identical(&mut t);
+                idx <= self.raw_index(&t, pos.turn)
+            });
         debug_assert_eq!(canonical, self.index(&pos) == idx);
         canonical.then_some(pos)
     }
@@ -537,6 +542,12 @@ mod tests {
             let l = Layout::new(&Material::parse(name).unwrap());
             let mut valid = 0;
             for idx in 0..l.size as u32 {
+                // Legal: men on distinct squares, `idx` the position's index,
+                // the side not to move not in check.
+                let p = l.unchecked_pos(idx);
+                let distinct = (0..l.n).all(|i| (0..i).all(|j| p.sq[i] != p.sq[j]));
+                let legal = distinct && l.index(&p) == idx && !l.in_check(&p.sq, !p.turn);
+                assert_eq!(l.decode(idx).is_some(), legal, "{name} {idx}");
                 if let Some(p) = l.decode(idx) {
                     valid += 1;
                     // Every symmetric image maps back to the same index.

@@ -94,12 +94,15 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
     }
     let theirs = occ & !ours;
     let man_at = |s: u8| (0..l.n).find(|&j| p.sq[j] == s).unwrap();
-    // Out of check, a move other than the king's can only expose the king
-    // when it leaves a line between the king and an enemy slider: other
-    // moves skip the (costly) legality test. King moves are tested against
-    // one map of the enemy's attacks.
+    // A move other than the king's is legal if it ends on `evasions` (in
+    // check: onto the checker or between it and the king) and, for a pinned
+    // man, on its pin line. King moves are tested against one map of the
+    // enemy's attacks. No move needs a test of the position it leads to.
     let king = Square::new(p.sq[us.fold_wb(0, 1)] as u32);
-    let mut pin_lines = Bitboard::EMPTY;
+    let mut checkers = Bitboard::EMPTY;
+    // Our men alone between the king and an enemy slider, with the squares
+    // they may go to.
+    let mut pins: ArrayVec<(Square, Bitboard), MAX_MEN> = ArrayVec::new();
     // Squares the king must not step on: every enemy attack, seen through
     // the king itself (it cannot retreat along a slider's line).
     let mut danger = Bitboard::EMPTY;
@@ -108,16 +111,28 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
         if c != us {
             let from = Square::new(p.sq[j] as u32);
             let piece = Piece { color: c, role };
-            danger |= attacks_of(from, piece, occ.without(king));
-            if matches!(role, Role::Bishop | Role::Rook | Role::Queen)
+            let attacks = attacks_of(from, piece, occ.without(king));
+            danger |= attacks;
+            // Seen through the king or not, an attack on its square is the same.
+            if attacks.contains(king) {
+                checkers.add(from);
+            } else if matches!(role, Role::Bishop | Role::Rook | Role::Queen)
                 && attacks_of(from, piece, Bitboard::EMPTY).contains(king)
             {
-                pin_lines |= attacks::between(king, from);
+                let line = attacks::between(king, from);
+                let blockers = line & occ;
+                if !blockers.more_than_one() && (blockers & ours).any() {
+                    pins.push((blockers.first().expect("one blocker"), line.with(from)));
+                }
             }
         }
     }
-    // Seen through the king or not, an attack on its square is the same.
-    let in_check = danger.contains(king);
+    let evasions = match checkers.first() {
+        None => Bitboard::FULL,
+        Some(_) if checkers.more_than_one() => Bitboard::EMPTY,
+        Some(c) => attacks::between(king, c).with(c),
+    };
+    let may_go = |from: Square| pins.iter().find(|&&(at, _)| at == from).map_or(evasions, |&(_, line)| evasions & line);
     // Positions reached by a non-king move keep both kings: unless they
     // share a long diagonal, no symmetry can fix them.
     let on_diagonal = |s: u8| s >> 3 == s & 7;
@@ -135,7 +150,7 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
             if danger.contains(Square::new(to as u32)) {
                 return;
             }
-        } else if (in_check || pin_lines.contains(Square::new(p.sq[i] as u32))) && l.in_check(&child, us) {
+        } else if !may_go(Square::new(p.sq[i] as u32)).contains(Square::new(to as u32)) {
             return;
         }
         let role = l.men[i].1;
@@ -192,8 +207,8 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
             }
         } else {
             let targets = attacked[i] & !ours;
-            let safe = role != Role::King && !in_check && !pin_lines.contains(from_sq) && !kings_fixed_by_symmetry;
-            if !QUIET && safe {
+            if !QUIET && role != Role::King && !kings_fixed_by_symmetry {
+                let targets = targets & may_go(from_sq);
                 quiet_weight.set(quiet_weight.get() + (targets & !occ).count() as u32);
                 for t in targets & theirs {
                     emit(i, t as u8, &mut f, false);
@@ -401,9 +416,9 @@ fn prefetched<const CHILDREN: bool, E: Copy>(
 /// can reach: three queens and a king reach at most 3 * 27 + 8 = 89 squares.
 const MAX_NEIGHBOURS: usize = 128;
 
-/// How many entries ahead [`for_each_unmove_prefetched`] looks (2, 4 and 8
-/// measured the same on KQvKP).
-const PREFETCH_ENTRIES: usize = 4;
+/// How many entries ahead [`for_each_unmove_prefetched`] looks: generating
+/// all 3-4-piece tables took 21.1, 21.2 and 21.5 s with 2, 4 and 8.
+const PREFETCH_ENTRIES: usize = 2;
 
 /// Asks for the cache line holding `*p` without waiting for it (a hint: no
 /// access is made, so any address will do).
@@ -417,4 +432,102 @@ pub fn prefetch<T>(p: *const T) {
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
+}
+
+#[cfg(test)]
+mod tests {
+    use shakmaty::{CastlingMode, Chess, Move, Position, fen::Fen};
+
+    use super::*;
+    use crate::builtin::Material;
+
+    /// The position `p` of layout `l` as shakmaty sees it.
+    fn chess(l: &Layout, p: &Pos) -> Chess {
+        let mut rows = [['.'; 8]; 8];
+        for i in 0..l.n {
+            let (c, r) = l.men[i];
+            rows[7 - (p.sq[i] >> 3) as usize][(p.sq[i] & 7) as usize] = r.of(c).char();
+        }
+        let placement: Vec<String> = rows
+            .iter()
+            .map(|row| {
+                let mut s = String::new();
+                let mut empty = 0;
+                for &ch in row {
+                    if ch == '.' {
+                        empty += 1;
+                    } else {
+                        if empty > 0 {
+                            s.push_str(&empty.to_string());
+                        }
+                        empty = 0;
+                        s.push(ch);
+                    }
+                }
+                if empty > 0 {
+                    s.push_str(&empty.to_string());
+                }
+                s
+            })
+            .collect();
+        let fen = format!("{} {} - - 0 1", placement.join("/"), if p.turn == Color::White { 'w' } else { 'b' });
+        fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(|e| e.ignore_impossible_check()).unwrap()
+    }
+
+    /// Our index of a shakmaty position of layout `l`'s material.
+    fn index_of(l: &Layout, pos: &Chess) -> usize {
+        let mut sq = [NONE; MAX_MEN];
+        for (s, piece) in pos.board().clone() {
+            let slot = (0..l.n).find(|&i| l.men[i] == (piece.color, piece.role) && sq[i] == NONE).unwrap();
+            sq[slot] = s as u8;
+        }
+        l.index(&Pos { sq, turn: pos.turn() }) as usize
+    }
+
+    /// Quiet children, un-moves and the zeroing moves with their weighted
+    /// count of quiet moves, each against shakmaty's legal moves, on every
+    /// 37th index of tables with and without pawns, identical men and
+    /// sliders (pins, checks, symmetric positions).
+    #[test]
+    fn moves_and_unmoves_match_shakmaty() {
+        for name in ["KRvK", "KQvKR", "KBBvK", "KBvKN", "KRvKP", "KPvKP", "KQvKB"] {
+            let l = Layout::new(&Material::parse(name).unwrap().canonical());
+            let (mut positions, mut edges) = (0, 0);
+            for idx in (0..l.size as u32).step_by(37) {
+                let Some(p) = l.decode(idx) else { continue };
+                positions += 1;
+                let pos = chess(&l, &p);
+                let (quiet, zeroing): (Vec<Move>, Vec<Move>) =
+                    pos.legal_moves().into_iter().partition(|m| !m.is_zeroing());
+                let mut expected: Vec<usize> = quiet.iter().map(|m| index_of(&l, &pos.clone().play(*m).unwrap())).collect();
+                let mut children = Vec::new();
+                for_each_quiet_child(&l, &p, |c| children.push(c));
+                expected.sort_unstable();
+                children.sort_unstable();
+                assert_eq!(children, expected, "{name} {idx}: quiet children");
+                // Every quiet move is found again as an un-move of its child.
+                for &c in &children {
+                    let mut preds = Vec::new();
+                    for_each_unmove(&l, &l.decode(c as u32).expect("a legal child"), |q| preds.push(q));
+                    assert!(preds.contains(&(idx as usize)), "{name} {idx}: un-moves of child {c}");
+                    edges += 1;
+                }
+                // And every un-move is a legal position with a quiet move here.
+                for_each_unmove(&l, &p, |q| {
+                    let qp = l.decode(q as u32).expect("un-moves reach legal positions");
+                    let mut back = Vec::new();
+                    for_each_quiet_child(&l, &qp, |c| back.push(c));
+                    assert!(back.contains(&(idx as usize)), "{name} {idx}: un-move {q}");
+                });
+                let mut exits = 0;
+                let weight = for_each_zeroing_move(&l, &p, |_| exits += 1).expect("legal");
+                let promotions = zeroing.iter().filter(|m| m.is_promotion()).count();
+                assert_eq!(exits, zeroing.len(), "{name} {idx}: zeroing moves ({promotions} promotions)");
+                let weighted: u32 =
+                    quiet.iter().map(|m| l.symmetry_count(&l.decode(index_of(&l, &pos.clone().play(*m).unwrap()) as u32).unwrap().sq)).sum();
+                assert_eq!(weight, weighted, "{name} {idx}: weighted quiet moves");
+            }
+            assert!(positions > 1000 && edges > 10_000, "{name}: {positions} positions, {edges} edges");
+        }
+    }
 }
