@@ -18,7 +18,7 @@ use super::{
     index::Layout,
     memory::filled,
     radix,
-    moves::{for_each_quiet_child_prefetched, for_each_unmove_prefetched, prefetch},
+    moves::{Neighbours, for_each_neighbour_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -390,7 +390,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         recompute.clear();
         let at = state.as_ptr().wrapping_sub(base);
         let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
-        for_each_unmove_prefetched(l, won.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
+        for_each_neighbour_prefetched(l, Neighbours::Unmoves, won.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
             let t_new = state[r as usize - base].thr();
             for &qi in preds {
                 let qi = qi as usize;
@@ -432,7 +432,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
         let at = state.as_ptr().wrapping_sub(base);
         let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
-        for_each_quiet_child_prefetched(l, recompute.iter().copied(), |p| p, ahead, |p, children| {
+        for_each_neighbour_prefetched(l, Neighbours::QuietChildren, recompute.iter().copied(), |p| p, ahead, |p, children| {
             let mut u = LAST_MOVE_CLOCK as i8;
             for &qi in children {
                 // Illegal indexes read an empty word (a member's word never is).
@@ -462,7 +462,7 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         };
         let at = state.as_ptr().wrapping_sub(base);
         let ahead = |pi: usize| prefetch(at.wrapping_add(pi));
-        for_each_unmove_prefetched(l, lost.iter().copied(), |(q, _)| q, ahead, |(_, u), preds| {
+        for_each_neighbour_prefetched(l, Neighbours::Unmoves, lost.iter().copied(), |(q, _)| q, ahead, |(_, u), preds| {
             let clock = (u - 1).min(LAST_MOVE_CLOCK as i8);
             for &pi in preds {
                 if state[pi as usize - base].in_play() {

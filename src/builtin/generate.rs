@@ -22,7 +22,7 @@ use super::dtm50::{self, Dtm50Data};
 use super::index::{Layout, NONE, Pos};
 use super::memory::filled;
 use super::radix;
-use super::moves::{Succ, board, for_each_move, for_each_unmove_prefetched, for_each_zeroing_move, prefetch};
+use super::moves::{Neighbours, Succ, board, for_each_move, for_each_neighbour_prefetched, for_each_zeroing_move, prefetch};
 pub use super::moves::Board;
 use super::value::{self, DRAW, UNKNOWN};
 
@@ -601,7 +601,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
         radix::sort_by_index(&mut bucket, &mut scratch, base..base + counter.len(), |&(e, _)| e & !STORED);
         let values_at = values.as_ptr();
         let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
-        for_each_unmove_prefetched(l, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
+        for_each_neighbour_prefetched(l, Neighbours::Unmoves, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();

@@ -343,39 +343,25 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl 
     }
 }
 
-/// [`for_each_unmove`] over a batch of positions, for the retrograde passes,
-/// which wait on memory more than on arithmetic: the predecessors of each
-/// entry are found, and `prefetch` is called with each of their indexes, a
-/// few entries before `f` processes the entry (with all its predecessors'
-/// indexes). `f` sees the entries in order; `index` gives each entry's
-/// position index.
-pub fn for_each_unmove_prefetched<E: Copy>(
-    l: &Layout,
-    entries: impl IntoIterator<Item = E>,
-    index: impl Fn(E) -> u32,
-    prefetch: impl Fn(usize),
-    f: impl FnMut(E, &[u32]),
-) {
-    prefetched::<false, E>(l, entries, index, prefetch, f);
+/// Which positions [`for_each_neighbour_prefetched`] finds for an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Neighbours {
+    /// Its predecessors, as [`for_each_unmove`].
+    Unmoves,
+    /// The positions its quiet moves lead to, as [`for_each_quiet_child`].
+    QuietChildren,
 }
 
-/// [`for_each_quiet_child`] over a batch of positions, prefetching as
-/// [`for_each_unmove_prefetched`] does.
-pub fn for_each_quiet_child_prefetched<E: Copy>(
-    l: &Layout,
-    entries: impl IntoIterator<Item = E>,
-    index: impl Fn(E) -> u32,
-    prefetch: impl Fn(usize),
-    f: impl FnMut(E, &[u32]),
-) {
-    prefetched::<true, E>(l, entries, index, prefetch, f);
-}
-
-/// Both of the above: the neighbours are the quiet children with
-/// `CHILDREN`, else the predecessors.
+/// [`for_each_unmove`] or [`for_each_quiet_child`] over a batch of
+/// positions, for the retrograde passes, which wait on memory more than on
+/// arithmetic: the neighbours of each entry are found, and `prefetch` is
+/// called with each of their indexes, a few entries before `f` processes
+/// the entry (with all its neighbours' indexes). `f` sees the entries in
+/// order; `index` gives each entry's position index.
 #[inline(always)]
-fn prefetched<const CHILDREN: bool, E: Copy>(
+pub fn for_each_neighbour_prefetched<E: Copy>(
     l: &Layout,
+    which: Neighbours,
     entries: impl IntoIterator<Item = E>,
     index: impl Fn(E) -> u32,
     prefetch: impl Fn(usize),
@@ -399,7 +385,10 @@ fn prefetched<const CHILDREN: bool, E: Copy>(
             len += 1;
         };
         let p = l.unchecked_pos(index(e));
-        if CHILDREN { for_each_quiet_child(l, &p, found) } else { for_each_unmove(l, &p, found) }
+        match which {
+            Neighbours::Unmoves => for_each_unmove(l, &p, found),
+            Neighbours::QuietChildren => for_each_quiet_child(l, &p, found),
+        }
         lens[slot] = len;
         pending[slot] = Some(e);
         slot = (slot + 1) % PREFETCH_ENTRIES;
@@ -416,7 +405,7 @@ fn prefetched<const CHILDREN: bool, E: Copy>(
 /// can reach: three queens and a king reach at most 3 * 27 + 8 = 89 squares.
 const MAX_NEIGHBOURS: usize = 128;
 
-/// How many entries ahead [`for_each_unmove_prefetched`] looks: generating
+/// How many entries ahead [`for_each_neighbour_prefetched`] looks: generating
 /// all 3-4-piece tables took 21.1, 21.2 and 21.5 s with 2, 4 and 8.
 const PREFETCH_ENTRIES: usize = 2;
 
