@@ -14,6 +14,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --quiet --bin tbserver --example gen_one
+# Where cargo put them (CARGO_TARGET_DIR moves the build).
+bin="${CARGO_TARGET_DIR:-target}/release"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # timed COMMAND...: runs it under /usr/bin/time (into $work/time) while
@@ -39,17 +41,17 @@ report() { # label, disk
 measure() { # label, generate flags...
   local label=$1
   shift
-  timed target/release/tbserver generate --pieces 4 --out "$work/$label" "$@"
+  timed "$bin/tbserver" generate --pieces 4 --out "$work/$label" "$@"
   report "$label" "$(du -sh "$work/$label" | cut -f1)"
 }
 measure without-dtm50 --without-dtm50
 measure with-dtm50
 for table in "$@"; do
   # Its 5-piece dependencies (promotions of pawn tables), untimed.
-  target/release/tbserver generate "$table" --out "$work/with-dtm50" >/dev/null 2>&1 || true
+  "$bin/tbserver" generate "$table" --out "$work/with-dtm50" >/dev/null 2>&1 || true
   rm -f "$work/with-dtm50/$table.tbsb"
-  timed target/release/tbserver generate "$table" --out "$work/with-dtm50"
+  timed "$bin/tbserver" generate "$table" --out "$work/with-dtm50"
   report "$table" "$(du -h "$work/with-dtm50/$table.tbsb" | cut -f1)"
 done
 # KRvK alone (mean of 20 generations) and the perft baseline.
-target/release/examples/gen_one KRvK "$work/with-dtm50" 20 2>/dev/null
+"$bin/examples/gen_one" KRvK "$work/with-dtm50" 20 2>/dev/null
