@@ -435,7 +435,8 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         for_each_neighbour_prefetched(l, Neighbours::QuietChildren, recompute.iter().copied(), |p| p, ahead, |p, children| {
             let mut u = LAST_MOVE_CLOCK as i8;
             for &qi in children {
-                // Illegal indexes read an empty word (a member's word never is).
+                // Children are legal positions, whose words are never
+                // empty; the test only guards against an index outside them.
                 let q = state[qi as usize - base];
                 if q.0 != 0 {
                     u = u.min((q.thr() - 1).max(NONE_YET));

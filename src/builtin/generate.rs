@@ -14,7 +14,6 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-
 use arrayvec::ArrayVec;
 use shakmaty::Role;
 
@@ -605,8 +604,8 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
             let lost = value::is_loss(v);
             let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
             let mut later: Vec<(usize, (u32, u16))> = Vec::new();
-            // Un-moves into illegal positions (the side to move in `r` in
-            // check) find an ILLEGAL value.
+            // Un-moves reach legal positions only; those decided already
+            // (or stalemated) are not pending.
             for &qi in preds {
                 let qi = qi as usize;
                 let w = &mut values[qi - values_base];
