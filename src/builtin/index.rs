@@ -323,7 +323,7 @@ impl Layout {
         let ia = self.raw_index(&a, pos.turn);
         // On the a1–h8 diagonal the transposed position is in the triangle
         // too: take the smaller index of the two.
-        if (s[0] >> 3) != (s[0] & 7) {
+        if !self.tie_broken_by_transposition(s[0]) {
             return ia;
         }
         let mut b = apply(&SYMMETRIES[4], s);
@@ -346,7 +346,7 @@ impl Layout {
         }
         if self.identical.contains(&moved) {
             let g = self.identical.clone();
-            if g.len() != 2 || !(self.pawns || wk >> 3 != wk & 7) {
+            if g.len() != 2 || self.tie_broken_by_transposition(wk) {
                 return Steps::Full;
             }
             let other = if moved == g.start { g.start + 1 } else { g.start };
@@ -355,7 +355,7 @@ impl Layout {
             return Steps::Pair { base, other: from[other], low_stride, high_stride };
         }
         let base = self.raw_index(from, turn) - from[moved] as u32 * stride;
-        if self.pawns || wk >> 3 != wk & 7 {
+        if !self.tie_broken_by_transposition(wk) {
             return Steps::Plain { base, stride };
         }
         // The white king stays on the a1–h8 diagonal: the index is the
@@ -364,6 +364,14 @@ impl Layout {
         self.sort_identical(&mut t);
         let transposed_base = self.raw_index(&t, turn) - t[moved] as u32 * stride;
         Steps::Diagonal { base, transposed_base, stride }
+    }
+
+    /// Whether a position with the white king on `wk` (in its canonical
+    /// region) may have to be told from its transposition by the smaller
+    /// index: without pawns, the king on the a1–h8 diagonal.
+    #[inline]
+    fn tie_broken_by_transposition(&self, wk: u8) -> bool {
+        !self.pawns && wk >> 3 == wk & 7
     }
 
     /// The index digit of the white king on `sq` (in its canonical region).
@@ -405,7 +413,7 @@ impl Layout {
         // index of its own squares.
         let wk = sq[0];
         let canonical = self.identical_sorted(&sq)
-            && (self.pawns || wk >> 3 != wk & 7 || {
+            && (!self.tie_broken_by_transposition(wk) || {
                 let mut t = apply(&SYMMETRIES[4], sq);
                 self.sort_identical(&mut t);
                 idx <= self.raw_index(&t, pos.turn)
@@ -518,7 +526,8 @@ impl Layout {
         let progress = |k: usize| {
             let mut rest = k;
             let mut sum = 0;
-            for i in (1..self.n).rev().filter(|&i| self.rank_offset[i] != 0) {
+            for &i in &self.pawn_slots {
+                let i = i as usize;
                 // 0 for a pawn on rank 2, 5 on rank 7.
                 let rank = rest % 6;
                 rest /= 6;

@@ -425,45 +425,26 @@ pub fn prefetch<T>(p: *const T) {
 
 #[cfg(test)]
 mod tests {
-    use shakmaty::{CastlingMode, Chess, Move, Position, fen::Fen};
+    use shakmaty::{CastlingMode, Chess, FromSetup, Move, Position, Setup};
 
     use super::*;
     use crate::builtin::Material;
 
     /// The position `p` of layout `l` as shakmaty sees it.
     fn chess(l: &Layout, p: &Pos) -> Chess {
-        let mut rows = [['.'; 8]; 8];
+        let mut setup = Setup::empty();
         for i in 0..l.n {
             let (c, r) = l.men[i];
-            rows[7 - (p.sq[i] >> 3) as usize][(p.sq[i] & 7) as usize] = r.of(c).char();
+            setup.board.set_piece_at(Square::new(p.sq[i] as u32), r.of(c));
         }
-        let placement: Vec<String> = rows
-            .iter()
-            .map(|row| {
-                let mut s = String::new();
-                let mut empty = 0;
-                for &ch in row {
-                    if ch == '.' {
-                        empty += 1;
-                    } else {
-                        if empty > 0 {
-                            s.push_str(&empty.to_string());
-                        }
-                        empty = 0;
-                        s.push(ch);
-                    }
-                }
-                if empty > 0 {
-                    s.push_str(&empty.to_string());
-                }
-                s
-            })
-            .collect();
-        let fen = format!("{} {} - - 0 1", placement.join("/"), if p.turn == Color::White { 'w' } else { 'b' });
-        fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(|e| e.ignore_impossible_check()).unwrap()
+        setup.turn = p.turn;
+        // Table positions include checks no game could reach.
+        Chess::from_setup(setup, CastlingMode::Standard).or_else(|e| e.ignore_impossible_check()).unwrap()
     }
 
-    /// Our index of a shakmaty position of layout `l`'s material.
+    /// Our index of a shakmaty position of layout `l`'s material. (The
+    /// store's `pos_in` does this for boards, but `store` depends on
+    /// `moves`, and the module graph allows no cycle, tests included.)
     fn index_of(l: &Layout, pos: &Chess) -> usize {
         let mut sq = [NONE; MAX_MEN];
         for (s, piece) in pos.board().clone() {
