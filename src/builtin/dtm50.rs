@@ -14,6 +14,8 @@
 //! resets the clock, any other move adds one. A mate delivered by the move
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
+use std::ops::Range;
+
 use super::{
     index::Layout,
     memory::filled,
@@ -80,13 +82,16 @@ pub struct Builder {
     /// Per index, the first segment packed, or [`UNKNOWN`] until there is
     /// one; [`DRAW`] once its layer is closed without one.
     first: Vec<u32>,
-    /// Further segments, by index, in the order they were found.
+    /// Further segments, by index, in the order they were found: layer by
+    /// layer, each layer's after the previous one's.
     more: Vec<(u32, u32)>,
+    /// Per closed layer, its indexes and where its entries in `more` end.
+    layers: Vec<(Range<usize>, usize)>,
 }
 
 impl Builder {
     pub fn new(size: usize) -> Builder {
-        Builder { first: filled(size, UNKNOWN as u32), more: Vec::new() }
+        Builder { first: filled(size, UNKNOWN as u32), more: Vec::new(), layers: Vec::new() }
     }
 
     /// DTM50 at clock 0 of `idx`, for positions of later layers and other
@@ -96,53 +101,76 @@ impl Builder {
         self.first[idx] as u16
     }
 
-    fn record(&mut self, idx: u32, value: u16, max_clock: i8) {
+    /// Logs a segment of `idx`; `first` says whether it is its first (the
+    /// caller knows from its own state, which saves reading `self.first`
+    /// at random, one cache miss per record).
+    fn record(&mut self, idx: u32, value: u16, max_clock: i8, first: bool) {
         let max_clock = max_clock.min(LAST_MOVE_CLOCK as i8) as u8;
         let packed = Segment { value, max_clock }.pack();
-        let first = &mut self.first[idx as usize];
-        if *first == UNKNOWN as u32 {
-            *first = packed;
+        if first {
+            debug_assert_eq!(self.first[idx as usize], UNKNOWN as u32);
+            self.first[idx as usize] = packed;
         } else {
+            debug_assert_ne!(self.first[idx as usize], UNKNOWN as u32);
             self.more.push((idx, packed));
         }
     }
 
-    /// Positions of `members` without any segment are drawn at every clock.
+    /// Positions of `members` (the layer's legal positions, ascending)
+    /// without any segment are drawn at every clock.
     fn close_layer(&mut self, members: &[u32]) {
         for &idx in members {
             if self.first[idx as usize] == UNKNOWN as u32 {
                 self.first[idx as usize] = DRAW as u32;
             }
         }
+        if let (Some(&lo), Some(&hi)) = (members.first(), members.last()) {
+            self.layers.push((lo as usize..hi as usize + 1, self.more.len()));
+        }
     }
 
     /// The collected segments, in position order. `spare` is how many
     /// log entries' worth of memory was freed before (the working memory
-    /// of the analysis): up to that, the log is sorted with a scratch copy.
+    /// of the analysis): a layer's entries up to that many are sorted with
+    /// a scratch copy.
     pub fn finish(mut self, spare: usize) -> Dtm50Data {
-        // A position's segments were found in ascending distance and
-        // ascending clock: a stable sort by index keeps that order, and so
-        // does sorting by index, then by the packed segment (clock in the
-        // high bits). The first is linear, the second needs no scratch.
-        if self.more.len() <= spare {
-            let mut scratch = Vec::new();
-            radix::sort_by_index(&mut self.more, &mut scratch, 0..self.first.len(), |&(idx, _)| idx);
-        } else {
-            self.more.sort_unstable();
-        }
         let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
-        let mut i = 0;
-        while i < self.more.len() {
-            let idx = self.more[i].0;
-            let mut j = i + 1;
-            while j < self.more.len() && self.more[j].0 == idx {
-                j += 1;
+        // Layers are ranges of indexes: sorted one by one (each needs less
+        // scratch than the whole log) and taken in index order.
+        let mut start = 0;
+        let mut layers: Vec<(Range<usize>, Range<usize>)> = Vec::new();
+        for (keys, end) in std::mem::take(&mut self.layers) {
+            layers.push((keys, start..end));
+            start = end;
+        }
+        debug_assert_eq!(start, self.more.len(), "every entry in a closed layer");
+        layers.sort_unstable_by_key(|(keys, _)| keys.start);
+        let mut scratch = Vec::new();
+        for (keys, entries) in layers {
+            let log = &mut self.more[entries];
+            // A position's segments were found in ascending distance and
+            // ascending clock: a stable sort by index keeps that order, and
+            // so does sorting by index, then by the packed segment (clock in
+            // the high bits). The first is linear, the second needs no
+            // scratch.
+            if log.len() <= spare {
+                radix::sort_slice_by_index(log, &mut scratch, keys, |&(idx, _)| idx);
+            } else {
+                log.sort_unstable();
             }
-            data.inline[idx as usize] |= MORE;
-            data.overflow_index.push(idx);
-            data.overflow_start.push(data.segments.len() as u32);
-            data.segments.extend(self.more[i..j].iter().map(|&(_, s)| s));
-            i = j;
+            let mut i = 0;
+            while i < log.len() {
+                let idx = log[i].0;
+                let mut j = i + 1;
+                while j < log.len() && log[j].0 == idx {
+                    j += 1;
+                }
+                data.inline[idx as usize] |= MORE;
+                data.overflow_index.push(idx);
+                data.overflow_start.push(data.segments.len() as u32);
+                data.segments.extend(log[i..j].iter().map(|&(_, s)| s));
+                i = j;
+            }
         }
         data.overflow_start.push(data.segments.len() as u32);
         data
@@ -243,7 +271,8 @@ pub struct Scratch {
 
 /// What a [`Scratch`] word holds, by bits: 0–7 the largest clock at which
 /// the position is won (if it is won at all, without the 50-move rule) or
-/// lost (if it is lost) within the current distance, as an `i8`; 8–15 its
+/// lost (if it is lost) within the current distance, as an `i8`
+/// ([`NONE_YET`] exactly while it has no segment); 8–15 its
 /// non-zeroing moves not yet known to reach a position won at some clock;
 /// 16–29 when it was last queued (deduplication); 30 [`IN_PLAY`].
 ///
@@ -346,7 +375,7 @@ pub fn prepare_layer<'a>(
         st.set_thr(NONE_YET);
         if t == value::loss(0) {
             st.set_thr(MATED);
-            out.record(idx, t, MATED);
+            out.record(idx, t, MATED, true);
             p.mated.push((idx, MATED));
         } else if value::is_win(e) {
             at(&mut p.win_exits, value::plies(e) as usize, idx);
@@ -442,9 +471,10 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
                     u = u.min((q.thr() - 1).max(NONE_YET));
                 }
             }
-            if u > state[p as usize - base].thr() {
+            let before = state[p as usize - base].thr();
+            if u > before {
                 state[p as usize - base].set_thr(u);
-                out.record(p, value::loss(n as u16), u);
+                out.record(p, value::loss(n as u16), u, before == NONE_YET);
                 lost_now.push((p, u));
             }
         });
@@ -476,8 +506,8 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
                 raise(idx as usize, LAST_MOVE_CLOCK as i8, state);
             }
         }
-        for &(p, _) in &won_now {
-            out.record(p, value::win(n as u16), state[p as usize - base].thr());
+        for &(p, before) in &won_now {
+            out.record(p, value::win(n as u16), state[p as usize - base].thr(), before == NONE_YET);
         }
         won = won_now;
         lost = lost_now;

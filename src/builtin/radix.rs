@@ -17,26 +17,67 @@ const SMALL: usize = 1 << 10;
 
 /// Sorts `v` by `key`, stably, where every key is in `keys` (a layer's
 /// indexes: two passes up to 2^24 of them). `scratch` is reused between
-/// calls (its contents do not matter).
+/// calls (its contents do not matter); `v` and `scratch` may trade buffers.
 pub fn sort_by_index<T: Copy>(v: &mut Vec<T>, scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) {
     debug_assert!(v.iter().all(|e| keys.contains(&(key(e) as usize))), "keys in range");
     if v.len() < SMALL {
         v.sort_by_key(&key);
         return;
     }
-    let lo = keys.start as u32;
-    let bits = usize::BITS - (keys.len().saturating_sub(1)).leading_zeros();
-    let passes = bits.div_ceil(MAX_DIGIT_BITS);
-    let digit_bits = bits.div_ceil(passes);
-    let mut counts = vec![0u32; 1 << digit_bits];
+    let digits = Digits::new(&keys);
     // Both buffers hold `v.len()` elements; each pass overwrites all of them.
     scratch.clear();
     scratch.resize(v.len(), v[0]);
-    for pass in 0..passes {
-        let shift = pass * digit_bits;
-        let digit = |e: &T| (((key(e) - lo) >> shift) & ((1 << digit_bits) - 1)) as usize;
+    let mut counts = vec![0u32; 1 << digits.bits];
+    for pass in 0..digits.passes {
+        digits.pass(pass, v, scratch, &mut counts, &key);
+        std::mem::swap(v, scratch);
+    }
+}
+
+/// [`sort_by_index`] of a slice, which stays where it is.
+pub fn sort_slice_by_index<T: Copy>(v: &mut [T], scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) {
+    debug_assert!(v.iter().all(|e| keys.contains(&(key(e) as usize))), "keys in range");
+    if v.len() < SMALL {
+        v.sort_by_key(&key);
+        return;
+    }
+    let digits = Digits::new(&keys);
+    scratch.clear();
+    scratch.resize(v.len(), v[0]);
+    let mut counts = vec![0u32; 1 << digits.bits];
+    for pass in 0..digits.passes {
+        if pass % 2 == 0 {
+            digits.pass(pass, v, scratch, &mut counts, &key);
+        } else {
+            digits.pass(pass, scratch, v, &mut counts, &key);
+        }
+    }
+    if digits.passes % 2 == 1 {
+        v.copy_from_slice(scratch);
+    }
+}
+
+/// How keys in a range are split into digits.
+struct Digits {
+    lo: u32,
+    bits: u32,
+    passes: u32,
+}
+
+impl Digits {
+    fn new(keys: &Range<usize>) -> Digits {
+        let bits = usize::BITS - (keys.len().saturating_sub(1)).leading_zeros();
+        let passes = bits.div_ceil(MAX_DIGIT_BITS);
+        Digits { lo: keys.start as u32, bits: bits.div_ceil(passes), passes }
+    }
+
+    /// One counting pass by digit `pass`, from `src` into `dst`.
+    fn pass<T: Copy>(&self, pass: u32, src: &[T], dst: &mut [T], counts: &mut [u32], key: &impl Fn(&T) -> u32) {
+        let shift = pass * self.bits;
+        let digit = |e: &T| (((key(e) - self.lo) >> shift) & ((1 << self.bits) - 1)) as usize;
         counts.fill(0);
-        for e in v.iter() {
+        for e in src {
             counts[digit(e)] += 1;
         }
         let mut at = 0;
@@ -45,12 +86,11 @@ pub fn sort_by_index<T: Copy>(v: &mut Vec<T>, scratch: &mut Vec<T>, keys: Range<
             *c = at;
             at += n;
         }
-        for &e in v.iter() {
+        for &e in src {
             let d = digit(&e);
-            scratch[counts[d] as usize] = e;
+            dst[counts[d] as usize] = e;
             counts[d] += 1;
         }
-        std::mem::swap(v, scratch);
     }
 }
 
@@ -77,8 +117,13 @@ mod tests {
             let mut v: Vec<(u32, u32)> = (0..len as u32).map(|i| ((keys.start as u64 + next() % width) as u32, i)).collect();
             let mut expected = v.clone();
             expected.sort_by_key(|e| e.0);
+            // In a slice between two untouched elements too.
+            let mut framed = [vec![(u32::MAX, 0)], v.clone(), vec![(u32::MAX, 1)]].concat();
             sort_by_index(&mut v, &mut scratch, keys.clone(), |e| e.0);
             assert_eq!(v, expected, "{len} keys in {keys:?}");
+            sort_slice_by_index(&mut framed[1..len + 1], &mut scratch, keys.clone(), |e| e.0);
+            assert_eq!(framed[1..len + 1], expected, "{len} keys in {keys:?}, slice");
+            assert_eq!((framed[0], framed[len + 1]), ((u32::MAX, 0), (u32::MAX, 1)));
         }
     }
 }
