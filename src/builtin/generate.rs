@@ -484,11 +484,9 @@ fn exits_of(
     if !zeroing && weight == 0 {
         return Ok(Some(Exit::Terminal(if l.in_check(&p.sq, p.turn) { value::loss(0) } else { DRAW })));
     }
-    // 1 or 2: a shift, not a division (one per legal position).
     let symmetric = l.symmetry_count(&p.sq);
-    debug_assert!(symmetric == 1 || symmetric == 2);
     debug_assert_eq!(weight % symmetric, 0);
-    Ok(Some(Exit::Moves { moves: (weight >> (symmetric - 1)) as u8, best }))
+    Ok(Some(Exit::Moves { moves: (weight / symmetric) as u8, best }))
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may
