@@ -19,30 +19,28 @@ const SMALL: usize = 1 << 10;
 /// indexes: two passes up to 2^24 of them). `scratch` is reused between
 /// calls (its contents do not matter); `v` and `scratch` may trade buffers.
 pub fn sort_by_index<T: Copy>(v: &mut Vec<T>, scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) {
-    debug_assert!(v.iter().all(|e| keys.contains(&(key(e) as usize))), "keys in range");
-    if v.len() < SMALL {
-        v.sort_by_key(&key);
-        return;
-    }
-    let digits = Digits::new(&keys);
-    // Both buffers hold `v.len()` elements; each pass overwrites all of them.
-    scratch.clear();
-    scratch.resize(v.len(), v[0]);
-    let mut counts = vec![0u32; 1 << digits.bits];
-    for pass in 0..digits.passes {
-        digits.pass(pass, v, scratch, &mut counts, &key);
+    if sort_into(v, scratch, keys, key) {
         std::mem::swap(v, scratch);
     }
 }
 
 /// [`sort_by_index`] of a slice, which stays where it is.
 pub fn sort_slice_by_index<T: Copy>(v: &mut [T], scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) {
+    if sort_into(v, scratch, keys, key) {
+        v.copy_from_slice(scratch);
+    }
+}
+
+/// Sorts `v` into itself, or after an odd number of passes into `scratch`
+/// (then of `v`'s length): true in that case.
+fn sort_into<T: Copy>(v: &mut [T], scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) -> bool {
     debug_assert!(v.iter().all(|e| keys.contains(&(key(e) as usize))), "keys in range");
     if v.len() < SMALL {
         v.sort_by_key(&key);
-        return;
+        return false;
     }
     let digits = Digits::new(&keys);
+    // Both buffers hold `v.len()` elements; each pass overwrites all of them.
     scratch.clear();
     scratch.resize(v.len(), v[0]);
     let mut counts = vec![0u32; 1 << digits.bits];
@@ -53,9 +51,7 @@ pub fn sort_slice_by_index<T: Copy>(v: &mut [T], scratch: &mut Vec<T>, keys: Ran
             digits.pass(pass, scratch, v, &mut counts, &key);
         }
     }
-    if digits.passes % 2 == 1 {
-        v.copy_from_slice(scratch);
-    }
+    digits.passes % 2 == 1
 }
 
 /// How keys in a range are split into digits.
