@@ -56,8 +56,11 @@ fn sort_into<T: Copy>(v: &mut [T], scratch: &mut Vec<T>, keys: Range<usize>, key
 
 /// How keys in a range are split into digits.
 struct Digits {
+    /// The smallest key: digits are of the key less this.
     lo: u32,
+    /// Bits per digit (at most [`MAX_DIGIT_BITS`]).
     bits: u32,
+    /// Digits per key, one pass each, least significant first.
     passes: u32,
 }
 
