@@ -85,8 +85,8 @@ pub struct Builder {
     /// Further segments, by index, in the order they were found: layer by
     /// layer, each layer's after the previous one's.
     more: Vec<(u32, u32)>,
-    /// Per closed layer, its indexes and where its entries in `more` end.
-    layers: Vec<(Range<usize>, usize)>,
+    /// Per closed layer, its indexes and its entries in `more`.
+    layers: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl Builder {
@@ -125,7 +125,8 @@ impl Builder {
             }
         }
         if let (Some(&lo), Some(&hi)) = (members.first(), members.last()) {
-            self.layers.push((lo as usize..hi as usize + 1, self.more.len()));
+            let start = self.layers.last().map_or(0, |(_, entries)| entries.end);
+            self.layers.push((lo as usize..hi as usize + 1, start..self.more.len()));
         }
     }
 
@@ -137,13 +138,8 @@ impl Builder {
         let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
         // Layers are ranges of indexes: sorted one by one (each needs less
         // scratch than the whole log) and taken in index order.
-        let mut start = 0;
-        let mut layers: Vec<(Range<usize>, Range<usize>)> = Vec::new();
-        for (keys, end) in std::mem::take(&mut self.layers) {
-            layers.push((keys, start..end));
-            start = end;
-        }
-        debug_assert_eq!(start, self.more.len(), "every entry in a closed layer");
+        let mut layers = std::mem::take(&mut self.layers);
+        debug_assert_eq!(layers.last().map_or(0, |(_, e)| e.end), self.more.len(), "every entry in a closed layer");
         layers.sort_unstable_by_key(|(keys, _)| keys.start);
         let mut scratch = Vec::new();
         for (keys, entries) in layers {
@@ -527,8 +523,8 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
                     least_clock = least_clock.min(state[pi as usize - base].thr());
                 }
             }
-            if let Some(l) = least.get_mut(q as usize - base) {
-                *l = least_clock;
+            if let Some(slot) = least.get_mut(q as usize - base) {
+                *slot = least_clock;
             }
         });
         if let Some(v) = win_exits.get_mut(n) {
