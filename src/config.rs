@@ -41,6 +41,15 @@ pub struct Config {
     /// Serve `GET /_bench/stored`, the floor `scripts/bench-cache-hit.sh`
     /// measures cache hits against. Off; for benchmarks only.
     pub bench_route: bool,
+    /// A file holding the token that operator actions (generating tables)
+    /// need, sent as `Authorization: Bearer TOKEN`. Without a token those
+    /// actions are open only to clients on the server's own machine
+    /// (loopback addresses).
+    pub admin_token_file: Option<PathBuf>,
+    /// The token itself, from `TBSERVER_ADMIN_TOKEN` (never from the file,
+    /// which should not hold secrets).
+    #[serde(skip)]
+    pub admin_token: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -66,6 +75,21 @@ pub struct BuiltinConfig {
     /// (`POST /api/v1/tables/generate`, `tbserver generate KRBvKQ`); 5
     /// lets any probe start that work.
     pub lazy_max_pieces: usize,
+    /// Most memory, in MiB, that generating tables may take at once; 0: as
+    /// much as the system has (the cgroup's limit and `MemAvailable` are
+    /// always respected). A table whose estimate is larger is refused before
+    /// any work starts.
+    pub max_memory_mib: u64,
+    /// Most disk, in MiB, that the table files in `dir` may take together;
+    /// 0: as much as the filesystem has free.
+    pub max_disk_mib: u64,
+    /// Most MiB of generated tables kept in memory because they could not
+    /// be written to `dir` (a full disk); a table beyond it fails, and is
+    /// generated again when next asked for.
+    pub max_unwritten_mib: u64,
+    /// Most tables asked for by name (`POST /api/v1/tables/generate`)
+    /// pending at once; beyond it, 503 `queue_full` with `Retry-After`.
+    pub max_queued_tables: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -159,6 +183,8 @@ impl Default for Config {
             cache_entries: 10_000,
             log_format: LogFormat::Human,
             bench_route: false,
+            admin_token_file: None,
+            admin_token: None,
         }
     }
 }
@@ -171,6 +197,10 @@ impl Default for BuiltinConfig {
             dtm50: true,
             wait_ms: 2000,
             lazy_max_pieces: crate::builtin::material::DEFAULT_PIECES,
+            max_memory_mib: 0,
+            max_disk_mib: 0,
+            max_unwritten_mib: crate::builtin::store::DEFAULT_MAX_UNWRITTEN_BYTES >> 20,
+            max_queued_tables: 4,
         }
     }
 }
@@ -230,9 +260,41 @@ impl Config {
         if let Some(value) = get("TBSERVER_BUILTIN_DIR") {
             self.builtin.dir = PathBuf::from(value);
         }
+        if let Some(value) = get("TBSERVER_ADMIN_TOKEN_FILE") {
+            self.admin_token_file = Some(PathBuf::from(value));
+        }
+        if let Some(value) = get("TBSERVER_ADMIN_TOKEN") {
+            self.admin_token = Some(value);
+        }
         Ok(())
     }
+
+    /// The admin token: `TBSERVER_ADMIN_TOKEN`, else the first line of
+    /// `admin_token_file`; `None` when neither is set. A file that cannot be
+    /// read, or a token shorter than 16 characters, is an error: a server
+    /// meant to be guarded must not start open.
+    pub fn resolve_admin_token(&self) -> Result<Option<String>, ConfigError> {
+        let (token, from) = match (&self.admin_token, &self.admin_token_file) {
+            (Some(token), _) => (token.trim().to_owned(), "TBSERVER_ADMIN_TOKEN".to_owned()),
+            (None, Some(path)) => {
+                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                (text.lines().next().unwrap_or_default().trim().to_owned(), path.display().to_string())
+            }
+            (None, None) => return Ok(None),
+        };
+        if token.chars().count() < MIN_ADMIN_TOKEN_CHARS {
+            return Err(ConfigError::Env {
+                name: "admin token",
+                value: from,
+                reason: format!("shorter than {MIN_ADMIN_TOKEN_CHARS} characters"),
+            });
+        }
+        Ok(Some(token))
+    }
 }
+
+/// Shortest admin token accepted.
+const MIN_ADMIN_TOKEN_CHARS: usize = 16;
 
 fn split_dirs(list: &str) -> Vec<PathBuf> {
     list.split(':').filter(|s| !s.is_empty()).map(PathBuf::from).collect()

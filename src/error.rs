@@ -2,7 +2,10 @@
 
 use serde::Serialize;
 
-use crate::{builtin::schedule::Progress, sources::TableError};
+use crate::{
+    builtin::{budget::Refusal, schedule::Progress},
+    sources::TableError,
+};
 
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum ApiError {
@@ -32,6 +35,17 @@ pub enum ApiError {
     Generating(Box<Progress>),
     #[error("built-in tables are turned off (builtin.mode = \"off\"): nothing can be generated")]
     BuiltinOff,
+    /// An operator action without the admin token, on a server that has one.
+    #[error("this action needs the admin token: send `Authorization: Bearer TOKEN`")]
+    Unauthorized,
+    /// An operator action with a wrong token, or from another machine on a
+    /// server that has no token.
+    #[error("{0}")]
+    Forbidden(&'static str),
+    /// A generation that would not fit this server's memory, disk or queue,
+    /// refused before any work started (or a table that could not be written).
+    #[error("{0}")]
+    Refused(Refusal),
     #[error("batch of {size} positions is larger than the limit of {max}")]
     BatchTooLarge { size: usize, max: usize },
     #[error("invalid request body: {0}")]
@@ -92,6 +106,11 @@ impl ApiError {
             ApiError::Table(_) => "table_error",
             ApiError::Generating(_) => "generating",
             ApiError::BuiltinOff => "builtin_off",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden(_) => "forbidden",
+            ApiError::Refused(Refusal::Memory { .. }) => "insufficient_memory",
+            ApiError::Refused(Refusal::Disk { .. } | Refusal::Unwritten { .. }) => "insufficient_storage",
+            ApiError::Refused(Refusal::QueueFull { .. }) => "queue_full",
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
@@ -125,6 +144,10 @@ impl ApiError {
             ApiError::MalformedRequest => 400,
             ApiError::MethodNotAllowed => 405,
             ApiError::BuiltinOff => 409,
+            ApiError::Unauthorized => 401,
+            ApiError::Forbidden(_) => 403,
+            ApiError::Refused(Refusal::Disk { .. } | Refusal::Unwritten { .. }) => 507,
+            ApiError::Refused(Refusal::Memory { .. } | Refusal::QueueFull { .. }) => 503,
             ApiError::RateLimited { .. } => 429,
             ApiError::Table(_)
             | ApiError::Generating(_)
@@ -141,6 +164,8 @@ impl ApiError {
         match self {
             ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => Some(1),
             ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),
+            // A queued table of 5 pieces takes a minute or more.
+            ApiError::Refused(Refusal::QueueFull { .. }) => Some(60),
             // Soon enough to show progress, never a busy loop.
             ApiError::Generating(p) => Some((p.estimated_remaining_s.ceil() as u64).clamp(1, 5)),
             _ => None,
@@ -148,8 +173,9 @@ impl ApiError {
     }
 
     /// One error of each kind (for documentation: the list of codes).
-    pub fn examples() -> [ApiError; 15] {
+    pub fn examples() -> [ApiError; 20] {
         let s = String::new;
+        let room = || crate::builtin::budget::Room { bytes: 0, limited_by: s() };
         [
             ApiError::MissingParameter("fen"),
             ApiError::InvalidParameter { name: "query", reason: s() },
@@ -166,6 +192,11 @@ impl ApiError {
             ApiError::Busy,
             ApiError::QueryTooLong { bytes: 0, max: 0 },
             ApiError::HeadersTooLarge,
+            ApiError::Unauthorized,
+            ApiError::Forbidden(""),
+            ApiError::Refused(Refusal::Memory { table: s(), needed_bytes: 0, available: room() }),
+            ApiError::Refused(Refusal::Disk { tables: s(), needed_bytes: 0, available: room() }),
+            ApiError::Refused(Refusal::QueueFull { pending: 0 }),
         ]
     }
 

@@ -188,6 +188,11 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         };
     }
     init_logging(config.log_format);
+    config.admin_token = config.resolve_admin_token().map_err(|e| e.to_string())?;
+    match &config.admin_token {
+        Some(_) => tracing::info!("operator actions (generating tables) need the admin token"),
+        None => tracing::info!("no admin token: operator actions (generating tables) are open to loopback clients only"),
+    }
     let tablebases = Arc::new(app::open_for_server(&config));
     let state = http::Shared::new(tablebases, config);
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;

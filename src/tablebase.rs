@@ -178,8 +178,15 @@ impl Tablebases {
         &self,
         material: &crate::builtin::Material,
         start: bool,
-    ) -> Option<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress)> {
+    ) -> Option<Result<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress), crate::builtin::budget::Refusal>>
+    {
         self.sources.iter().find_map(|s| s.generation(material, start))
+    }
+
+    /// What the built-in tables have refused or could not write; `None`
+    /// without them.
+    pub fn generation_counters(&self) -> Option<crate::builtin::StoreCounters> {
+        self.sources.iter().find_map(|s| s.generation_counters())
     }
 
     /// Changes whenever a built-in table is ready; `None` without built-in tables.

@@ -149,6 +149,14 @@ pub fn write(
 }
 
 /// A whole table in memory, as [`write`] writes it to a file.
+/// The size of the file [`write`] writes, in bytes.
+pub fn encoded_len(positions: usize, dtm50: Option<&Dtm50Data>) -> usize {
+    match dtm50 {
+        Some(d) => Sections::new(positions, d.overflow_index.len(), d.segments.len()).end,
+        None => Sections::without_dtm50(positions).end,
+    }
+}
+
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
     let mut out = Cursor::new(Vec::new());
     write(&mut out, material, dtz, dtm, dtm50, legal_positions).expect("writing to memory cannot fail");

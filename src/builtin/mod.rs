@@ -9,8 +9,10 @@
 //! - [`value`]: the 16-bit encoding of a value;
 //! - [`format`]: the file format;
 //! - [`store`]: opening (mmap) or generating tables on demand;
+//! - [`budget`]: what generating a table costs, and whether it fits;
 //! - [`schedule`]: which table is generated next, and how far along they are.
 
+pub mod budget;
 pub mod dtm50;
 pub mod format;
 pub mod generate;
@@ -26,7 +28,7 @@ pub mod value;
 use std::{path::Path, time::Instant};
 
 pub use material::{Material, all_materials};
-pub use store::{Store, Table, Unavailable, Waiting};
+pub use store::{Store, StoreCounters, Table, Unavailable, Waiting};
 
 #[derive(Debug, thiserror::Error)]
 #[error("built-in tables: {0}")]

@@ -7,11 +7,49 @@
 //! ahead of background work, each class in generation order (fewer pieces,
 //! then fewer pawns: captures and promotions only ever lead there).
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::material::Material;
+use super::{budget::Refusal, material::Material};
+
+/// Why a table cannot be read now.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unavailable {
+    /// Queued or being generated: ask again later.
+    #[error("built-in table {0} is being generated")]
+    Generating(String),
+    /// A table larger than the store generates unasked, not generated yet
+    /// (see `Store::with_lazy_max_pieces`).
+    #[error("built-in table {0} has not been generated")]
+    NotGenerated(String),
+    /// Not started, or not kept: it would not fit in this process's memory
+    /// or disk budget.
+    #[error("{0}")]
+    Refused(Refusal),
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl From<Unavailable> for String {
+    fn from(u: Unavailable) -> String {
+        u.to_string()
+    }
+}
+
+/// A table whose last attempt failed. Not final: a request for it after
+/// [`RETRY_AFTER`] (or a request by name at any time) tries again, so that
+/// freeing disk space or memory is all an operator has to do.
+struct Failed {
+    material: Material,
+    why: Unavailable,
+    at: Instant,
+}
+
+/// How long a failure is answered from memory before a lookup that needs
+/// the table tries again. Budget refusals are checked before any work, so
+/// a retry whose conditions have not changed costs next to nothing.
+pub const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// A table waiting to be generated.
 struct Wanted {
@@ -38,6 +76,10 @@ const LARGE_POSITIONS: u64 = 64 << 20;
 pub(super) struct Queue {
     wanted: Vec<Wanted>,
     running: Vec<Running>,
+    failed: Vec<Failed>,
+    /// Tables asked for by name (`POST /api/v1/tables/generate`) and not
+    /// settled yet: what `builtin.max_queued_tables` bounds.
+    requested: Vec<Material>,
     /// Index positions generated, and the seconds they took, for estimates.
     measured_positions: u64,
     measured_secs: f64,
@@ -50,6 +92,39 @@ impl Queue {
 
     pub fn running(&self) -> usize {
         self.running.len()
+    }
+
+    /// The tables being generated (or opened) now.
+    pub fn running_materials(&self) -> impl Iterator<Item = &Material> {
+        self.running.iter().map(|r| &r.material)
+    }
+
+    /// Records that `m` failed (replacing an earlier failure).
+    pub fn fail(&mut self, m: &Material, why: Unavailable) {
+        self.forget_failure(m);
+        self.failed.push(Failed { material: m.clone(), why, at: Instant::now() });
+    }
+
+    /// Why `m` failed last, and how long ago.
+    pub fn failure(&self, m: &Material) -> Option<(&Unavailable, Duration)> {
+        self.failed.iter().find(|f| &f.material == m).map(|f| (&f.why, f.at.elapsed()))
+    }
+
+    pub fn forget_failure(&mut self, m: &Material) {
+        self.failed.retain(|f| &f.material != m);
+    }
+
+    /// Every table whose last attempt failed, with why.
+    pub fn failures(&self) -> impl Iterator<Item = (&Material, &Unavailable)> {
+        self.failed.iter().map(|f| (&f.material, &f.why))
+    }
+
+    /// Tables asked for by name and not settled (`done` says which are
+    /// ready), after forgetting those that are settled.
+    pub fn requested(&mut self, done: impl Fn(&Material) -> bool) -> &mut Vec<Material> {
+        let failed = &self.failed;
+        self.requested.retain(|m| !done(m) && !failed.iter().any(|f| &f.material == m));
+        &mut self.requested
     }
 
     /// Adds `m` unless it is queued already; `urgent` also moves a queued
@@ -66,13 +141,14 @@ impl Queue {
         self.wanted.sort_by_key(|w| (!w.urgent, w.material.pieces(), w.material.pawns()));
     }
 
-    /// Takes the first wanted table whose dependencies are all settled and
-    /// marks it running. Large tables run one at a time: each uses both
+    /// Takes the first wanted table whose dependencies are all settled
+    /// (ready, or failed: it then fails at once) and marks it running. Large tables run one at a time: each uses both
     /// cores by itself, and two would need twice the memory.
     pub fn next(&mut self, settled: impl Fn(&Material) -> bool, positions: impl Fn(&Material) -> u64) -> Option<Material> {
         let large_running = self.running.iter().any(|r| r.positions > LARGE_POSITIONS);
         let i = self.wanted.iter().position(|w| {
-            w.material.dependencies().iter().all(&settled) && !(large_running && positions(&w.material) > LARGE_POSITIONS)
+            w.material.dependencies().iter().all(|d| settled(d) || self.failure(d).is_some())
+                && !(large_running && positions(&w.material) > LARGE_POSITIONS)
         })?;
         let Wanted { material, .. } = self.wanted.remove(i);
         self.running.push(Running { positions: positions(&material), material: material.clone(), started: Instant::now() });
@@ -113,12 +189,18 @@ impl Queue {
         let mut remaining_s = 0.0;
         for m in needed.iter().filter(|m| !settled(m)) {
             let estimated_s = positions(m) as f64 / rate;
-            let (state, elapsed_s) = match self.running.iter().find(|r| &r.material == m) {
-                Some(r) => (TableState::Generating, Some(r.started.elapsed().as_secs_f64())),
-                None => (TableState::Queued, None),
+            let running = self.running.iter().find(|r| &r.material == m);
+            let failure = self.failure(m).filter(|_| running.is_none() && !self.is_queued(m));
+            let (state, elapsed_s) = match (running, failure) {
+                (Some(r), _) => (TableState::Generating, Some(r.started.elapsed().as_secs_f64())),
+                (None, Some(_)) => (TableState::Failed, None),
+                (None, None) => (TableState::Queued, None),
             };
-            remaining_s += (estimated_s - elapsed_s.unwrap_or(0.0)).max(0.0);
-            tables.push(TableProgress { material: m.name(), state, elapsed_s, estimated_s });
+            if failure.is_none() {
+                remaining_s += (estimated_s - elapsed_s.unwrap_or(0.0)).max(0.0);
+            }
+            let error = failure.map(|(why, _)| why.to_string());
+            tables.push(TableProgress { material: m.name(), state, elapsed_s, estimated_s, error });
         }
         // Two tables run at once on two cores; the sum is an upper estimate.
         Progress {
@@ -163,6 +245,9 @@ pub enum GenerationState {
     Pending,
     /// Not on disk and not asked for (a table larger than probes generate).
     NotStarted,
+    /// Its last attempt, or that of a table it converts into, failed (see
+    /// each table's `error`); asking again retries.
+    Failed,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
@@ -170,6 +255,8 @@ pub enum GenerationState {
 pub enum TableState {
     Queued,
     Generating,
+    /// The last attempt failed (`error` says why); not retried until asked.
+    Failed,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
@@ -180,6 +267,9 @@ pub struct TableProgress {
     pub elapsed_s: Option<f64>,
     /// Rough seconds its generation takes.
     pub estimated_s: f64,
+    /// Why the last attempt failed (state `failed`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 #[cfg(test)]

@@ -17,12 +17,13 @@ use shakmaty::{Color, Role};
 use tokio::sync::watch;
 
 use super::{
+    budget::{self, Caps, Refusal},
     dtm50::{self, Dtm50View},
     format::{self, Sections},
     generate::{Board, PhaseSecs, Values, generate},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
-    schedule::{GenerationState, Progress, Queue},
+    schedule::{GenerationState, Progress, Queue, RETRY_AFTER},
     value,
 };
 
@@ -129,24 +130,24 @@ pub enum Waiting {
     Never,
 }
 
-/// Why a table cannot be read now.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum Unavailable {
-    /// Queued or being generated: ask again later.
-    #[error("built-in table {0} is being generated")]
-    Generating(String),
-    /// A table larger than the store generates unasked, not generated yet
-    /// (see [`Store::with_lazy_max_pieces`]).
-    #[error("built-in table {0} has not been generated")]
-    NotGenerated(String),
-    #[error("{0}")]
-    Failed(String),
-}
+pub use super::schedule::Unavailable;
 
-impl From<Unavailable> for String {
-    fn from(u: Unavailable) -> String {
-        u.to_string()
-    }
+/// Default of [`Store::with_budget`]'s allowance for tables that could not
+/// be written: every table of up to 4 pieces fits (the largest, with DTM50,
+/// takes about 85 MB), no table of 5.
+pub const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 256 << 20;
+
+/// What a store has refused or could not write since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreCounters {
+    pub write_failures: u64,
+    /// Bytes of tables held in memory because they could not be written.
+    pub unwritten_bytes: u64,
+    pub refused_memory: u64,
+    pub refused_disk: u64,
+    pub refused_queue: u64,
+    /// Tables whose last attempt failed.
+    pub failed_tables: u64,
 }
 
 /// Jobs running at once: one per core, each parallel inside too.
@@ -179,10 +180,25 @@ struct Inner {
     /// Some table of more pieces than that was on disk at start or has been
     /// asked for: lookups may find it.
     beyond_lazy: AtomicBool,
-    /// Set once each, when the table is settled: opened, generated, or
-    /// failed. Read without locking; never initialized by a waiting call.
-    tables: Vec<OnceLock<Result<Arc<Table>, String>>>,
+    /// Set once each, when the table is ready: opened or generated. Read
+    /// without locking; never initialized by a waiting call. Failures are
+    /// kept by the queue (they may be retried).
+    tables: Vec<OnceLock<Arc<Table>>>,
     queue: Mutex<Queue>,
+    /// The operator's memory and disk caps on generation.
+    caps: Caps,
+    /// Most bytes of tables kept in memory because they could not be
+    /// written; a larger table that cannot be written fails instead.
+    max_unwritten_bytes: u64,
+    /// Bytes of tables held in memory because they could not be written.
+    unwritten_bytes: AtomicU64,
+    /// Tables generated but not written (a full disk, a read-only volume).
+    write_failures: AtomicU64,
+    /// Generations refused before they started, for want of memory, disk
+    /// or room in the queue.
+    refused_memory: AtomicU64,
+    refused_disk: AtomicU64,
+    refused_queue: AtomicU64,
     /// Notified, under `queue`'s lock, whenever a table is settled.
     settled: Condvar,
     /// Counts settled tables, for waiters on an async runtime.
@@ -207,12 +223,20 @@ impl Store {
                 beyond_lazy: AtomicBool::new(false),
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
                 queue: Mutex::new(Queue::default()),
+                caps: Caps::default(),
+                max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
+                unwritten_bytes: AtomicU64::new(0),
+                write_failures: AtomicU64::new(0),
+                refused_memory: AtomicU64::new(0),
+                refused_disk: AtomicU64::new(0),
+                refused_queue: AtomicU64::new(0),
                 settled: Condvar::new(),
                 epoch: watch::Sender::new(0),
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
             }),
         };
+        remove_stale_temporary_files(&store.inner.dir);
         let on_disk = fs::read_dir(&store.inner.dir).into_iter().flatten().flatten().any(|entry| {
             let name = entry.file_name();
             let name = name.to_string_lossy();
@@ -257,6 +281,16 @@ impl Store {
         self.configure(|i| i.lazy_max_pieces = pieces)
     }
 
+    /// Caps on the memory and disk that generation may use, and on the
+    /// bytes of tables kept in memory when they cannot be written (default
+    /// [`DEFAULT_MAX_UNWRITTEN_BYTES`]).
+    pub fn with_budget(self, caps: Caps, max_unwritten_bytes: u64) -> Store {
+        self.configure(|i| {
+            i.caps = caps;
+            i.max_unwritten_bytes = max_unwritten_bytes;
+        })
+    }
+
     pub fn dir(&self) -> &Path {
         &self.inner.dir
     }
@@ -274,7 +308,8 @@ impl Store {
     }
 
     /// Asks for these tables (and what they depend on) to be generated in
-    /// the background, behind the tables requests need.
+    /// the background, behind the tables requests need. Tables that failed
+    /// are tried again.
     pub fn request_all(&self, materials: &[Material]) {
         let inner = &self.inner;
         if materials.iter().any(|m| m.pieces() > inner.lazy_max_pieces) {
@@ -282,16 +317,65 @@ impl Store {
         }
         let mut q = inner.lock();
         for m in materials {
-            if inner.tables[m.id()].get().is_none() {
+            if inner.ready(m).is_none() {
+                q.forget_failure(m);
                 q.want(m, false);
             }
         }
         inner.pump(&mut q);
     }
 
+    /// Asks for `target` by name (the service's generate endpoint): checks
+    /// first that at most `max_requested` such requests are pending and that
+    /// the tables to generate fit the memory and disk this process may use;
+    /// then requests them (and what they depend on) as [`Store::request_all`]
+    /// does. Nothing is queued when it refuses. Asking again for a table
+    /// already pending is accepted.
+    pub fn request(&self, target: &Material, max_requested: usize) -> Result<(), Refusal> {
+        let inner = &self.inner;
+        let plan = super::with_dependencies(std::slice::from_ref(target));
+        let to_generate: Vec<&Material> =
+            plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
+        {
+            let mut q = inner.lock();
+            let queued = q.is_queued(target);
+            let requested = q.requested(|m| inner.ready(m).is_some());
+            if !requested.contains(target) && !queued && !to_generate.is_empty() {
+                if requested.len() >= max_requested {
+                    inner.refused_queue.fetch_add(1, Ordering::Relaxed);
+                    return Err(Refusal::QueueFull { pending: requested.len() });
+                }
+                let reserved = inner.reserved_memory(&q, None);
+                inner.check_budget(&to_generate, reserved)?;
+                q.requested(|_| false).push(target.clone());
+            }
+        }
+        self.request_all(&plan);
+        Ok(())
+    }
+
     /// Tables opened or generated so far.
     pub fn loaded(&self) -> Vec<Arc<Table>> {
-        self.inner.tables.iter().filter_map(|t| t.get().and_then(|r| r.as_ref().ok()).cloned()).collect()
+        self.inner.tables.iter().filter_map(|t| t.get()).cloned().collect()
+    }
+
+    /// Tables whose last attempt failed, with why (each is tried again
+    /// when next needed).
+    pub fn failures(&self) -> Vec<(Material, Unavailable)> {
+        self.inner.lock().failures().map(|(m, why)| (m.clone(), why.clone())).collect()
+    }
+
+    /// What the store has refused or could not write, for `/prometheus`.
+    pub fn counters(&self) -> StoreCounters {
+        let i = &self.inner;
+        StoreCounters {
+            write_failures: i.write_failures.load(Ordering::Relaxed),
+            unwritten_bytes: i.unwritten_bytes.load(Ordering::Relaxed),
+            refused_memory: i.refused_memory.load(Ordering::Relaxed),
+            refused_disk: i.refused_disk.load(Ordering::Relaxed),
+            refused_queue: i.refused_queue.load(Ordering::Relaxed),
+            failed_tables: i.lock().failures().count() as u64,
+        }
     }
 
     /// How far the tables a position of `material` needs are from ready.
@@ -301,7 +385,7 @@ impl Store {
         let mut needed = material.dependencies();
         needed.push(material.clone());
         let q = inner.lock();
-        q.progress(&material, &needed, |m| inner.is_settled(m), |m| Layout::new(m).size as u64)
+        q.progress(&material, &needed, |m| inner.ready(m).is_some(), |m| Layout::new(m).size as u64)
     }
 
     /// Where the tables a position of `material` needs stand: ready,
@@ -310,9 +394,14 @@ impl Store {
     pub fn generation_state(&self, material: &Material) -> (GenerationState, Progress) {
         let material = material.canonical();
         let progress = self.progress(&material);
+        let q = self.inner.lock();
         let state = if progress.tables.is_empty() {
             GenerationState::Ready
-        } else if self.inner.lock().is_queued(&material) || self.inner.is_settled(&material) || self.path_of(&material).exists() {
+        } else if progress.tables.iter().any(|t| t.error.is_some())
+            && !progress.tables.iter().any(|t| Material::parse(&t.material).is_some_and(|m| q.is_queued(&m)))
+        {
+            GenerationState::Failed
+        } else if q.is_queued(&material) || self.inner.ready(&material).is_some() || self.path_of(&material).exists() {
             GenerationState::Pending
         } else {
             GenerationState::NotStarted
@@ -363,25 +452,37 @@ impl Inner {
         self.dir.join(format!("{}.{}", material.name(), format::EXTENSION))
     }
 
-    fn is_settled(&self, m: &Material) -> bool {
-        self.tables[m.id()].get().is_some()
+    /// The table of `m`, if it is ready. Lock-free.
+    fn ready(&self, m: &Material) -> Option<&Arc<Table>> {
+        self.tables[m.id()].get()
     }
 
-    fn settled(&self, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
-        self.tables[m.id()].get().map(|r| r.as_ref().map_err(|e| Unavailable::Failed(e.clone())))
+    /// `m`'s outcome: ready, or why its last attempt failed. `None`: not
+    /// settled yet.
+    fn outcome(&self, q: &Queue, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
+        match self.ready(m) {
+            Some(t) => Some(Ok(t)),
+            None => q.failure(m).map(|(why, _)| Err(why.clone())),
+        }
     }
 
     /// Settles `m` from its file if it has one; otherwise asks for it to be
-    /// generated (urgently, with what it depends on). `None`: not settled yet.
+    /// generated (urgently, with what it depends on). A failure is answered
+    /// as it is for [`RETRY_AFTER`], then tried again. `None`: not settled yet.
     fn settle_or_request(self: &Arc<Self>, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
-        if let Some(done) = self.settled(m) {
-            return Some(done);
+        if let Some(t) = self.ready(m) {
+            return Some(Ok(t));
         }
         let queued = {
             let mut q = self.lock();
             let queued = q.is_queued(m);
             if queued {
                 self.want_urgently(&mut q, m);
+            } else if let Some((why, age)) = q.failure(m) {
+                if age < RETRY_AFTER {
+                    return Some(Err(why.clone()));
+                }
+                q.forget_failure(m);
             }
             queued
         };
@@ -390,12 +491,12 @@ impl Inner {
             let opened = match self.open(m, &Layout::new(m)) {
                 Ok(Some(t)) => Some(Ok(Arc::new(t))),
                 Ok(None) if self.generate_missing => None,
-                Ok(None) => Some(Err(format!("built-in table {} not generated", m.name()))),
+                Ok(None) => Some(Err(Unavailable::Failed(format!("built-in table {} not generated", m.name())))),
                 Err(e) if self.generate_missing => {
                     tracing::warn!(table = %m.name(), "unusable built-in table, regenerating: {e}");
                     None
                 }
-                Err(e) => Some(Err(e)),
+                Err(e) => Some(Err(Unavailable::Failed(e))),
             };
             let mut q = self.lock();
             match opened {
@@ -404,22 +505,31 @@ impl Inner {
                 None if m.pieces() > self.lazy_max_pieces && !q.is_queued(m) => {
                     return Some(Err(Unavailable::NotGenerated(m.name())));
                 }
-                None if !self.is_settled(m) => self.want_urgently(&mut q, m),
+                None if self.outcome(&q, m).is_none() => self.want_urgently(&mut q, m),
                 None => {}
             }
+            return self.outcome(&q, m);
         }
-        self.settled(m)
+        self.ready(m).map(Ok)
     }
 
-    /// `m` and every unsettled table it depends on, ahead of background work.
+    /// `m` and every unsettled table it depends on, ahead of background
+    /// work. A table that failed less than [`RETRY_AFTER`] ago is not asked
+    /// for again (what needs it then fails at once).
     fn want_urgently(self: &Arc<Self>, q: &mut Queue, m: &Material) {
         if self.cancelled.load(Ordering::SeqCst) {
             return;
         }
         for d in m.dependencies().iter().chain([m]) {
-            if !self.is_settled(d) {
-                q.want(d, true);
+            if self.ready(d).is_some() {
+                continue;
             }
+            match q.failure(d) {
+                Some((_, age)) if age < RETRY_AFTER => continue,
+                Some(_) => q.forget_failure(d),
+                None => {}
+            }
+            q.want(d, true);
         }
         self.pump(q);
     }
@@ -428,7 +538,7 @@ impl Inner {
     /// one per thread of the pool.
     fn pump(self: &Arc<Self>, q: &mut Queue) {
         while !self.cancelled.load(Ordering::SeqCst) && q.running() < pool().current_num_threads() {
-            let Some(m) = q.next(|d| self.is_settled(d), |d| Layout::new(d).size as u64) else { break };
+            let Some(m) = q.next(|d| self.ready(d).is_some(), |d| Layout::new(d).size as u64) else { break };
             let inner = Arc::clone(self);
             pool().spawn(move || inner.run(m));
         }
@@ -439,7 +549,7 @@ impl Inner {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.open_or_generate(&m)))
             .unwrap_or_else(|panic| {
                 let what = panic.downcast_ref::<&str>().copied().or(panic.downcast_ref::<String>().map(|s| s.as_str()));
-                Err(format!("generating {} panicked: {}", m.name(), what.unwrap_or("unknown")))
+                Err(Unavailable::Failed(format!("generating {} panicked: {}", m.name(), what.unwrap_or("unknown"))))
             });
         let cancelled = self.cancelled.load(Ordering::SeqCst);
         let mut q = self.lock();
@@ -453,13 +563,19 @@ impl Inner {
         self.pump(&mut q);
     }
 
-    /// Stores the outcome (a race with another opener keeps the first) and
-    /// wakes every waiter.
-    fn settle(&self, _queue_locked: &mut Queue, m: &Material, result: Result<Arc<Table>, String>) {
-        if let Err(e) = &result {
-            tracing::error!(table = %m.name(), "built-in table unavailable: {e}");
+    /// Stores the outcome (a race with another opener keeps the first
+    /// table) and wakes every waiter.
+    fn settle(&self, q: &mut Queue, m: &Material, result: Result<Arc<Table>, Unavailable>) {
+        match result {
+            Ok(t) => {
+                let _ = self.tables[m.id()].set(t);
+                q.forget_failure(m);
+            }
+            Err(why) => {
+                tracing::error!(table = %m.name(), "built-in table unavailable: {why}");
+                q.fail(m, why);
+            }
         }
-        let _ = self.tables[m.id()].set(result);
         self.settled.notify_all();
         self.epoch.send_modify(|n| *n += 1);
     }
@@ -475,7 +591,7 @@ impl Inner {
         }
         let mut q = self.lock();
         loop {
-            if let Some(done) = self.settled(m) {
+            if let Some(done) = self.outcome(&q, m) {
                 return done;
             }
             if self.cancelled.load(Ordering::SeqCst) {
@@ -487,8 +603,8 @@ impl Inner {
 
     /// The table of `m` as the waiting policy allows.
     fn get(self: &Arc<Self>, m: &Material) -> Result<&Arc<Table>, Unavailable> {
-        if let Some(done) = self.settled(m) {
-            return done;
+        if let Some(t) = self.ready(m) {
+            return Ok(t);
         }
         if self.cancelled.load(Ordering::SeqCst) {
             return Err(Unavailable::Failed("shutting down: built-in tables are no longer generated".into()));
@@ -499,6 +615,38 @@ impl Inner {
                 self.settle_or_request(m).unwrap_or_else(|| Err(Unavailable::Generating(m.name())))
             }
         }
+    }
+
+    /// Memory that generations running now (other than `except`) are
+    /// expected to take at their peak.
+    fn reserved_memory(&self, q: &Queue, except: Option<&Material>) -> u64 {
+        q.running_materials()
+            .filter(|r| Some(*r) != except)
+            .map(|r| budget::estimate(r, self.with_dtm50).peak_memory_bytes)
+            .sum()
+    }
+
+    /// Whether `tables` fit: the largest alone in the memory left beside
+    /// `reserved_bytes` (large tables are generated one at a time), all of
+    /// them on disk.
+    fn check_budget(&self, tables: &[&Material], reserved_bytes: u64) -> Result<(), Refusal> {
+        let estimates: Vec<_> = tables.iter().map(|m| (m, budget::estimate(m, self.with_dtm50))).collect();
+        let names = || tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
+        if let Some((m, largest)) = estimates.iter().max_by_key(|(_, e)| e.peak_memory_bytes)
+            && let Some(room) = budget::available_memory(self.caps.memory_bytes, reserved_bytes)
+            && largest.peak_memory_bytes > room.bytes
+        {
+            self.refused_memory.fetch_add(1, Ordering::Relaxed);
+            return Err(Refusal::Memory { table: m.name(), needed_bytes: largest.peak_memory_bytes, available: room });
+        }
+        let disk_bytes: u64 = estimates.iter().map(|(_, e)| e.disk_bytes).sum();
+        if let Some(room) = budget::available_disk(&self.dir, self.caps.disk_bytes)
+            && disk_bytes > room.bytes
+        {
+            self.refused_disk.fetch_add(1, Ordering::Relaxed);
+            return Err(Refusal::Disk { tables: names(), needed_bytes: disk_bytes, available: room });
+        }
+        Ok(())
     }
 
     /// Maps the table file of `material`, if there is one, and checks it
@@ -564,23 +712,31 @@ impl Inner {
     }
 
     /// Runs on the generator's pool once every dependency is settled.
-    fn open_or_generate(&self, material: &Material) -> Result<Arc<Table>, String> {
+    fn open_or_generate(&self, material: &Material) -> Result<Arc<Table>, Unavailable> {
         let layout = Layout::new(material);
         match self.open(material, &layout) {
             Ok(Some(t)) => return Ok(Arc::new(t)),
             Ok(None) => {}
             Err(e) => tracing::warn!(table = %material.name(), "unusable built-in table, regenerating: {e}"),
         }
-        if let Some(Err(e)) = material.dependencies().iter().find_map(|d| self.settled(d).filter(Result::is_err)) {
-            return Err(format!("{} needs a table that failed: {e}", material.name()));
+        {
+            let q = self.lock();
+            if let Some(d) = material.dependencies().iter().find(|d| self.ready(d).is_none()) {
+                let why = q.failure(d).map_or_else(|| "not settled".to_string(), |(why, _)| why.to_string());
+                return Err(Unavailable::Failed(format!("{} needs {}, which failed: {why}", material.name(), d.name())));
+            }
+            // Checked again as the work starts: memory and disk may have
+            // gone to other work since the request was accepted.
+            self.check_budget(&[material], self.reserved_memory(&q, Some(material))).map_err(Unavailable::Refused)?;
         }
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
-        let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)?;
+        let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
+            .map_err(Unavailable::Failed)?;
         let phase_secs = g.secs;
         let secs = start.elapsed().as_secs_f64();
         if self.cancelled.load(Ordering::SeqCst) {
-            return Err("cancelled".into());
+            return Err(Unavailable::Failed("cancelled".into()));
         }
         let path = self.path_of(material);
         let written = fs::create_dir_all(&self.dir)
@@ -599,9 +755,23 @@ impl Inner {
                 t
             }
             Err(e) => {
-                tracing::warn!(table = %material.name(), "could not cache built-in table in {}: {e}", self.dir.display());
+                self.write_failures.fetch_add(1, Ordering::Relaxed);
+                // Kept in memory only within the allowance: a table that
+                // cannot be written must not grow the process without bound.
+                let bytes_needed = format::encoded_len(g.dtz.len(), g.dtm50.as_ref()) as u64;
+                let held = self.unwritten_bytes.fetch_add(bytes_needed, Ordering::SeqCst);
+                if held + bytes_needed > self.max_unwritten_bytes {
+                    self.unwritten_bytes.fetch_sub(bytes_needed, Ordering::SeqCst);
+                    tracing::warn!(table = %material.name(), "could not write built-in table to {}: {e}; not kept", self.dir.display());
+                    return Err(Unavailable::Refused(Refusal::Unwritten {
+                        table: material.name(),
+                        reason: format!("{}: {e}", self.dir.display()),
+                        bytes: bytes_needed,
+                    }));
+                }
+                tracing::warn!(table = %material.name(), "could not write built-in table to {}: {e}; serving it from memory", self.dir.display());
                 let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
-                let (header, sections) = format::validate(&bytes, material, layout.size)?;
+                let (header, sections) = format::validate(&bytes, material, layout.size).map_err(Unavailable::Failed)?;
                 Table {
                     material: material.clone(),
                     layout,
@@ -634,8 +804,7 @@ impl Inner {
         let (id, flip) = material_id(b);
         let Some(id) = id else { return Ok(Values::DRAW) };
         match self.tables[id].get() {
-            Some(Ok(t)) => Ok(t.values(t.layout.index(&pos_in(&t.layout, b, flip)))),
-            Some(Err(e)) => Err(e.clone()),
+            Some(t) => Ok(t.values(t.layout.index(&pos_in(&t.layout, b, flip)))),
             None => Err(format!(
                 "built-in table {} looked up before it was settled",
                 material_of(b).0.map_or_else(String::new, |m| m.name())
@@ -658,8 +827,7 @@ impl Store {
         let (id, flip) = material_id(b);
         let Some(id) = id else { return Ok((None, 0)) };
         let t = match self.inner.tables[id].get() {
-            Some(Ok(t)) => t,
-            Some(Err(e)) => return Err(Unavailable::Failed(e.clone())),
+            Some(t) => t,
             None => {
                 let (m, _) = material_of(b);
                 self.inner.get(&m.expect("not bare kings"))?
@@ -805,6 +973,29 @@ impl Store {
             }
             t.values(idx)
         })))
+    }
+}
+
+/// A temporary file not written to for this long was left by a process
+/// that died while writing it (a writer writes without pause, in seconds).
+const STALE_TEMPORARY: std::time::Duration = std::time::Duration::from_secs(600);
+
+/// Removes what writers that died (SIGKILL, a crash) left in `dir`: their
+/// temporary files, never opened as tables, only taking space. Files that
+/// may still be written (by another process on a shared volume) are kept.
+fn remove_stale_temporary_files(dir: &Path) {
+    for entry in fs::read_dir(dir).into_iter().flatten().flatten() {
+        let name = entry.file_name();
+        if !name.to_string_lossy().contains(&format!(".{}.tmp", format::EXTENSION)) {
+            continue;
+        }
+        let age = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
+        if age.is_some_and(|age| age > STALE_TEMPORARY) {
+            match fs::remove_file(entry.path()) {
+                Ok(()) => tracing::info!(file = %entry.path().display(), "removed a temporary file left by an interrupted write"),
+                Err(e) => tracing::warn!(file = %entry.path().display(), "could not remove a stale temporary file: {e}"),
+            }
+        }
     }
 }
 

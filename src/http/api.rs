@@ -7,7 +7,11 @@ use axum::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi};
+use super::{
+    Answer, AppState, Endpoint, FenQuery, FenRequest, Format,
+    admin::{Access, Admin, ClientAccess},
+    answer_fen, encoding, openapi,
+};
 use crate::{
     builtin::schedule::{GenerationState, Progress},
     error::ApiError,
@@ -161,6 +165,9 @@ pub struct GenerationStatus {
     state: GenerationState,
     /// The tables not ready yet, in generation order, with rough times.
     progress: Progress,
+    /// Whether the client asking may start the generation (`POST`): `open`
+    /// as it is, `token` with the admin token, `closed` not from where it is.
+    access: Access,
 }
 
 fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result<crate::builtin::Material, ApiError> {
@@ -173,11 +180,17 @@ fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result
     })
 }
 
-fn generation_status(state: &AppState, query: Result<Query<MaterialQuery>, QueryRejection>, start: bool) -> Result<Response, ApiError> {
+fn generation_status(
+    state: &AppState,
+    query: Result<Query<MaterialQuery>, QueryRejection>,
+    start: bool,
+    access: Access,
+) -> Result<Response, ApiError> {
     let material = material_param(query)?;
-    let (state, progress) = state.tablebases().generation(&material, start).ok_or(ApiError::BuiltinOff)?;
+    let (state, progress) =
+        state.tablebases().generation(&material, start).ok_or(ApiError::BuiltinOff)?.map_err(ApiError::Refused)?;
     let pending = state == GenerationState::Pending;
-    let status = GenerationStatus { material: material.name(), state, progress };
+    let status = GenerationStatus { material: material.name(), state, progress, access };
     let mut response = encoding::respond(&status, Format::Json);
     if pending && start {
         *response.status_mut() = axum::http::StatusCode::ACCEPTED;
@@ -189,21 +202,33 @@ fn generation_status(state: &AppState, query: Result<Query<MaterialQuery>, Query
 /// table it converts into, in the background. Answers at once: 202 with
 /// the tables still to come and a rough time, or 200 when all are ready.
 /// Tables of 5 pieces take minutes each (and several GiB while they are
-/// generated); probes never start that work unasked.
+/// generated); probes never start that work unasked. An operator action:
+/// it needs the admin token where one is configured, and comes only from
+/// the server's own machine where none is. Refused before any work starts
+/// when the tables would not fit the memory or disk this server may use,
+/// or when `builtin.max_queued_tables` requests are pending.
 #[utoipa::path(
     post, path = "/api/v1/tables/generate", tag = "tables", params(MaterialQuery),
+    security((), ("admin_token" = [])),
     responses(
         (status = 202, description = "queued or being generated", body = GenerationStatus),
-        (status = 200, description = "ready to probe (or, after a GET, not started)", body = GenerationStatus),
+        (status = 200, description = "ready to probe", body = GenerationStatus),
         (status = 400, description = "missing or invalid `material`", body = crate::error::ErrorBody),
+        (status = 401, description = "`unauthorized`: the server has an admin token and the request has none",
+            headers(("WWW-Authenticate" = String, description = "`Bearer realm=\"tbserver\"`")), body = crate::error::ErrorBody),
+        (status = 403, description = "`forbidden`: a wrong token, or no token configured and the client is not on the server's machine", body = crate::error::ErrorBody),
         (status = 409, description = "built-in tables are turned off", body = crate::error::ErrorBody),
+        (status = 503, description = "`insufficient_memory`: the largest table's estimated peak memory exceeds what is available; `queue_full`: too many requests pending",
+            headers(("Retry-After" = u64, description = "Seconds to wait (queue_full)")), body = crate::error::ErrorBody),
+        (status = 507, description = "`insufficient_storage`: the tables' estimated size exceeds the free disk or `builtin.max_disk_mib`", body = crate::error::ErrorBody),
     )
 )]
 pub async fn generate_post(
     State(state): State<AppState>,
+    _admin: Admin,
     query: Result<Query<MaterialQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    generation_status(&state, query, true)
+    generation_status(&state, query, true, Access::Open)
 }
 
 /// How far the built-in tables of a material are, without starting
@@ -218,7 +243,8 @@ pub async fn generate_post(
 )]
 pub async fn generate_get(
     State(state): State<AppState>,
+    ClientAccess(access): ClientAccess,
     query: Result<Query<MaterialQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    generation_status(&state, query, false)
+    generation_status(&state, query, false, access)
 }

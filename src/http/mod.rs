@@ -1,6 +1,7 @@
 //! The HTTP layer: routing, shared state, middleware. Handlers stay thin:
 //! they parse, call [`crate::probe`], and shape the response.
 
+mod admin;
 pub mod analyse;
 mod api;
 mod encoding;
@@ -438,6 +439,9 @@ impl IntoResponse for ApiError {
         let mut response = (status, Json(self.body())).into_response();
         if let Some(seconds) = self.retry_after_s() {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
+        }
+        if matches!(self, ApiError::Unauthorized) {
+            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"tbserver\""));
         }
         response.extensions_mut().insert(self);
         response

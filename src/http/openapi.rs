@@ -21,6 +21,7 @@ use crate::error::ErrorBody;
         license(name = "GPL-3.0-or-later", identifier = "GPL-3.0-or-later"),
     ),
     components(schemas(ErrorBody)),
+    modifiers(&AdminToken),
     tags(
         (name = "probe", description = "tbserver's own API"),
         (name = "lichess", description = "The lichess tablebase API's fields and move order"),
@@ -31,6 +32,27 @@ use crate::error::ErrorBody;
     )
 )]
 pub struct ApiDoc;
+
+/// The bearer token of operator actions (`admin_token_file`).
+struct AdminToken;
+
+impl utoipa::Modify for AdminToken {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "admin_token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The operator's token (config `admin_token_file`, env `TBSERVER_ADMIN_TOKEN`). Without one configured, operator actions are open to loopback clients only.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
 
 /// Errors of endpoints that take a position (`?fen=`). The body's `code`
 /// tells which error it is.

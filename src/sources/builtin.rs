@@ -9,6 +9,7 @@ use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswer
 use crate::{
     builtin::{
         self, Store, Unavailable, Waiting,
+        budget::{Caps, Refusal},
         schedule::{GenerationState, Progress},
         value,
     },
@@ -18,6 +19,8 @@ use crate::{
 
 pub struct BuiltinSource {
     store: Option<Arc<Store>>,
+    /// Tables asked for by name that may be pending at once.
+    max_queued_tables: usize,
 }
 
 impl From<Unavailable> for Unanswered {
@@ -25,8 +28,8 @@ impl From<Unavailable> for Unanswered {
         match u {
             Unavailable::Generating(material) => Unanswered::Generating { material },
             Unavailable::Failed(reason) => Unanswered::Broken(TableError { table: "builtin".into(), reason }),
-            not_generated @ Unavailable::NotGenerated(_) => {
-                Unanswered::Broken(TableError { table: "builtin".into(), reason: not_generated.to_string() })
+            other @ (Unavailable::NotGenerated(_) | Unavailable::Refused(_)) => {
+                Unanswered::Broken(TableError { table: "builtin".into(), reason: other.to_string() })
             }
         }
     }
@@ -47,10 +50,12 @@ impl BuiltinSource {
     /// the server).
     pub fn new(config: &BuiltinConfig, waiting: Waiting) -> BuiltinSource {
         if config.mode == BuiltinMode::Off {
-            return BuiltinSource { store: None };
+            return BuiltinSource { store: None, max_queued_tables: 0 };
         }
         let lazy = config.lazy_max_pieces.clamp(builtin::material::DEFAULT_PIECES, builtin::material::MAX_PIECES);
-        let store = Store::new(&config.dir, true).with_lazy_max_pieces(lazy);
+        let store = Store::new(&config.dir, true)
+            .with_lazy_max_pieces(lazy)
+            .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
         let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
@@ -71,7 +76,7 @@ impl BuiltinSource {
                 })
                 .expect("spawn thread");
         }
-        BuiltinSource { store: Some(store) }
+        BuiltinSource { store: Some(store), max_queued_tables: config.max_queued_tables }
     }
 
     /// The underlying store, e.g. for tests and tools.
@@ -131,6 +136,21 @@ impl TableSource for BuiltinSource {
                 }
             })
             .collect();
+        // Tables whose last attempt failed (a full disk, over the budget):
+        // listed with why, until a retry succeeds.
+        out.extend(store.failures().into_iter().map(|(m, why)| {
+            let name = m.name();
+            TableInfo {
+                name: format!("{name} (builtin)"),
+                material: name,
+                kind: TableKind::Dtz,
+                source: Source::Builtin,
+                pieces: m.pieces(),
+                bytes: 0,
+                path: None,
+                problems: vec![why.to_string()],
+            }
+        }));
         out.sort_by(|a, b| (a.pieces, &a.name).cmp(&(b.pieces, &b.name)));
         out
     }
@@ -141,13 +161,17 @@ impl TableSource for BuiltinSource {
         Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
     }
 
-    fn generation(&self, material: &builtin::Material, start: bool) -> Option<(GenerationState, Progress)> {
+    fn generation(&self, material: &builtin::Material, start: bool) -> Option<Result<(GenerationState, Progress), Refusal>> {
         let store = self.store.as_ref()?;
         let material = material.canonical();
-        if start {
-            store.request_all(&builtin::with_dependencies(std::slice::from_ref(&material)));
+        if start && let Err(refusal) = store.request(&material, self.max_queued_tables) {
+            return Some(Err(refusal));
         }
-        Some(store.generation_state(&material))
+        Some(Ok(store.generation_state(&material)))
+    }
+
+    fn generation_counters(&self) -> Option<builtin::StoreCounters> {
+        self.store.as_ref().map(|s| s.counters())
     }
 
     fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {

@@ -123,13 +123,20 @@ pub trait TableSource: Send + Sync {
     }
 
     /// Asks for the tables of `material` (and every table it converts into)
-    /// to be generated when `start`, and tells how far they are; `None` for
-    /// sources that generate nothing.
+    /// to be generated when `start` (refused when they would not fit the
+    /// budget or the queue), and tells how far they are; `None` for sources
+    /// that generate nothing.
     fn generation(
         &self,
         _material: &crate::builtin::Material,
         _start: bool,
-    ) -> Option<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress)> {
+    ) -> Option<Result<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress), crate::builtin::budget::Refusal>>
+    {
+        None
+    }
+
+    /// What a generating source has refused or could not write.
+    fn generation_counters(&self) -> Option<crate::builtin::StoreCounters> {
         None
     }
 

@@ -223,6 +223,33 @@ impl Collector for TablesCollector {
         for (source, c) in &caches {
             ConstGauge::new(i64::try_from(c.bytes).unwrap_or(i64::MAX)).encode(size.encode_family(&[("source", source.as_str())])?)?;
         }
+
+        if let Some(g) = tablebases.generation_counters() {
+            let mut refused = encoder.encode_descriptor(
+                "generations_refused",
+                "Generations of built-in tables refused before they started, by what was short (memory, disk, queue)",
+                None,
+                MetricType::Counter,
+            )?;
+            for (reason, n) in [("memory", g.refused_memory), ("disk", g.refused_disk), ("queue", g.refused_queue)] {
+                refused.encode_family(&[("reason", reason)])?.encode_counter::<NoLabelSet, _, u64>(&n, None)?;
+            }
+            encoder
+                .encode_descriptor("builtin_write_failures", "Built-in tables generated but not written (a full disk, a read-only directory)", None, MetricType::Counter)?
+                .encode_counter::<NoLabelSet, _, u64>(&g.write_failures, None)?;
+            ConstGauge::new(i64::try_from(g.unwritten_bytes).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
+                "builtin_unwritten_size",
+                "Built-in tables served from memory because they could not be written",
+                Some(&Unit::Bytes),
+                MetricType::Gauge,
+            )?)?;
+            ConstGauge::new(i64::try_from(g.failed_tables).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
+                "builtin_failed_tables",
+                "Built-in tables whose last attempt failed (retried when next asked for)",
+                None,
+                MetricType::Gauge,
+            )?)?;
+        }
         Ok(())
     }
 }

@@ -1,0 +1,251 @@
+//! What generating a table costs, and whether this process can afford it,
+//! checked before any work starts.
+//!
+//! A table's peak memory and file size are estimated from its index
+//! ([`estimate`]); the room it may use is the least of the cgroup's memory
+//! limit, the kernel's `MemAvailable`, the free space of the table
+//! directory's filesystem, and the operator's caps ([`Caps`]).
+
+use std::path::Path;
+
+use super::{format, index::Layout, material::Material};
+
+const MIB: u64 = 1 << 20;
+
+/// What one table is expected to cost while generated and once written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Estimate {
+    /// Peak resident memory of the generating process, in bytes, with the
+    /// tables it converts into already on disk.
+    pub peak_memory_bytes: u64,
+    /// Size of the table file, in bytes.
+    pub disk_bytes: u64,
+}
+
+/// Resident memory the process holds besides the generator's arrays (code,
+/// the runtime, mapped pages of the tables converted into), in bytes.
+const BASE_MEMORY_BYTES: u64 = 64 * MIB;
+
+/// Bytes of working memory per index position of the whole table, and per
+/// position of the largest layer, with and without DTM50. Fitted to the
+/// peak RSS of `tbserver generate` on KNNvKN, KRBvKQ, KQRvKR (pawnless: one
+/// layer) and KRPvKR, KNNvKP (pawns); the measurements are in
+/// docs/operations.md.
+const MEMORY_PER_POSITION: f64 = 8.0;
+const MEMORY_PER_LAYER_POSITION: f64 = 13.4;
+const MEMORY_PER_POSITION_WITHOUT_DTM50: f64 = 4.0;
+const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 5.2;
+
+/// DTM50 beyond its 4 bytes per position (positions whose DTM50 changes
+/// more than once with the clock), per index position: the largest share
+/// measured over the tables of 3 to 5 pieces.
+const DTM50_OVERFLOW_PER_POSITION: f64 = 0.40;
+
+/// Cost of generating `material`'s table alone.
+pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
+    let layout = Layout::new(material);
+    let positions = layout.size as f64;
+    let span = layout.layer_span() as f64;
+    let (per_position, per_layer) = if with_dtm50 {
+        (MEMORY_PER_POSITION, MEMORY_PER_LAYER_POSITION)
+    } else {
+        (MEMORY_PER_POSITION_WITHOUT_DTM50, MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50)
+    };
+    // DTZ50'' and DTM: 2 bytes each per position; DTM50 4 more and its overflow.
+    let values = if with_dtm50 { 8.0 + DTM50_OVERFLOW_PER_POSITION } else { 4.0 };
+    Estimate {
+        peak_memory_bytes: BASE_MEMORY_BYTES + (per_position * positions + per_layer * span) as u64,
+        disk_bytes: format::HEADER_LEN as u64 + (values * positions) as u64,
+    }
+}
+
+/// The operator's limits on generation (`builtin.max_memory_mib`,
+/// `builtin.max_disk_mib`); `None`: no cap beyond what the system has.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Caps {
+    /// Most memory generation may use at once, in bytes.
+    pub memory_bytes: Option<u64>,
+    /// Most the table directory may hold (its table files), in bytes.
+    pub disk_bytes: Option<u64>,
+}
+
+impl Caps {
+    pub fn from_mib(memory_mib: u64, disk_mib: u64) -> Caps {
+        let cap = |mib: u64| (mib > 0).then(|| mib.saturating_mul(MIB));
+        Caps { memory_bytes: cap(memory_mib), disk_bytes: cap(disk_mib) }
+    }
+}
+
+/// An amount of room and what limits it (for the refusal's message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Room {
+    pub bytes: u64,
+    /// E.g. `cgroup memory.max`, `MemAvailable`, `builtin.max_disk_mib`,
+    /// `free space of /var/tables`.
+    pub limited_by: String,
+}
+
+impl Room {
+    fn least(rooms: impl IntoIterator<Item = Room>) -> Option<Room> {
+        rooms.into_iter().min_by_key(|r| r.bytes)
+    }
+}
+
+/// Why a generation was refused before it started.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error(
+        "generating {table} needs about {} MiB of memory; {} MiB are available ({})",
+        .needed_bytes / MIB, .available.bytes / MIB, .available.limited_by
+    )]
+    Memory { table: String, needed_bytes: u64, available: Room },
+    #[error(
+        "generating {tables} needs about {} MiB of disk; {} MiB are available ({})",
+        .needed_bytes / MIB, .available.bytes / MIB, .available.limited_by
+    )]
+    Disk { tables: String, needed_bytes: u64, available: Room },
+    #[error("{pending} tables are already queued or being generated, the most this server takes (builtin.max_queued_tables); retry later")]
+    QueueFull { pending: usize },
+    #[error("could not write {table}: {reason}; not kept in memory ({} MiB, over what builtin.max_unwritten_mib leaves)", .bytes / MIB)]
+    Unwritten { table: String, reason: String, bytes: u64 },
+}
+
+/// Memory this process may still take: the least of its cgroup's limit
+/// less what the cgroup uses (page cache it could drop not counted), the
+/// kernel's `MemAvailable`, and `cap` less `reserved_bytes` (what running
+/// generations are expected to take). `None` where nothing is known.
+pub fn available_memory(cap_bytes: Option<u64>, reserved_bytes: u64) -> Option<Room> {
+    let cap = cap_bytes.map(|cap| Room {
+        bytes: cap.saturating_sub(reserved_bytes),
+        limited_by: format!("builtin.max_memory_mib = {}", cap / MIB),
+    });
+    let system = [cgroup_memory_room(), mem_available()].into_iter().flatten().map(|mut r| {
+        r.bytes = r.bytes.saturating_sub(reserved_bytes);
+        r
+    });
+    Room::least(system.chain(cap))
+}
+
+/// Disk the table directory may still take: the free space of its
+/// filesystem (for an unprivileged user), and `cap` less the bytes of the
+/// table files already there.
+pub fn available_disk(dir: &Path, cap_bytes: Option<u64>) -> Option<Room> {
+    let free = free_space(dir).map(|bytes| Room { bytes, limited_by: format!("free space of {}", dir.display()) });
+    let cap = cap_bytes.map(|cap| Room {
+        bytes: cap.saturating_sub(tables_bytes(dir)),
+        limited_by: format!("builtin.max_disk_mib = {} (table files already there count)", cap / MIB),
+    });
+    Room::least([free, cap].into_iter().flatten())
+}
+
+/// Bytes of the table files in `dir` (finished ones and ones being written).
+fn tables_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else { return 0 };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(&format!(".{}", format::EXTENSION)))
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum()
+}
+
+#[cfg(unix)]
+fn free_space(dir: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    // The directory may not exist yet: its nearest existing ancestor is on
+    // the filesystem it will be created on.
+    let existing = dir.ancestors().find(|d| d.as_os_str().is_empty() || d.exists())?;
+    let existing = if existing.as_os_str().is_empty() { Path::new(".") } else { existing };
+    let path = std::ffi::CString::new(existing.as_os_str().as_bytes()).ok()?;
+    let mut stat = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `path` is a valid C string; statvfs writes the struct on success.
+    if unsafe { libc::statvfs(path.as_ptr(), stat.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let stat = unsafe { stat.assume_init() };
+    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+}
+
+#[cfg(not(unix))]
+fn free_space(_dir: &Path) -> Option<u64> {
+    None
+}
+
+fn mem_available() -> Option<Room> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    Some(Room { bytes: kib * 1024, limited_by: "MemAvailable".into() })
+}
+
+/// The memory cgroup's limit less its usage, cgroup v2 or v1. Usage counts
+/// the page cache; its inactive file pages, which the kernel drops first,
+/// are left out (as container runtimes count a working set).
+fn cgroup_memory_room() -> Option<Room> {
+    let own = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+    let read = |path: &Path| std::fs::read_to_string(path).ok().map(|s| s.trim().to_owned());
+    let stat_value = |stat: &str, key: &str| -> u64 {
+        stat.lines().find_map(|l| l.strip_prefix(key)?.strip_prefix(' ')?.trim().parse().ok()).unwrap_or(0)
+    };
+    // cgroup v2: one line "0::/path".
+    if let Some(rel) = own.lines().find_map(|l| l.strip_prefix("0::")) {
+        let dir = Path::new("/sys/fs/cgroup").join(rel.trim_start_matches('/'));
+        if let (Some(max), Some(current)) = (read(&dir.join("memory.max")), read(&dir.join("memory.current")))
+            && let (Ok(max), Ok(current)) = (max.parse::<u64>(), current.parse::<u64>())
+        {
+            let inactive = read(&dir.join("memory.stat")).map_or(0, |s| stat_value(&s, "inactive_file"));
+            let used = current.saturating_sub(inactive);
+            return Some(Room { bytes: max.saturating_sub(used), limited_by: "cgroup memory.max".into() });
+        }
+    }
+    // cgroup v1: "N:memory:/path"; inside a container the hierarchy is
+    // often mounted at its own root.
+    let rel = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p))?;
+    let base = Path::new("/sys/fs/cgroup/memory");
+    for dir in [base.join(rel.trim_start_matches('/')), base.to_path_buf()] {
+        if let (Some(limit), Some(usage)) = (read(&dir.join("memory.limit_in_bytes")), read(&dir.join("memory.usage_in_bytes")))
+            && let (Ok(limit), Ok(usage)) = (limit.parse::<u64>(), usage.parse::<u64>())
+        {
+            // "No limit" is a huge number, rounded to pages.
+            if limit >= 1 << 60 {
+                return None;
+            }
+            let inactive = read(&dir.join("memory.stat")).map_or(0, |s| stat_value(&s, "total_inactive_file"));
+            let used = usage.saturating_sub(inactive);
+            return Some(Room { bytes: limit.saturating_sub(used), limited_by: "cgroup memory.limit_in_bytes".into() });
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn estimates_grow_with_the_index_and_dtm50() {
+        let m = |n| Material::parse(n).unwrap();
+        let krk = estimate(&m("KRvK"), true);
+        let kqkr = estimate(&m("KQvKR"), true);
+        assert!(krk.peak_memory_bytes < kqkr.peak_memory_bytes);
+        assert!(kqkr.disk_bytes > 8 * Layout::new(&m("KQvKR")).size as u64);
+        let without = estimate(&m("KQvKR"), false);
+        assert_eq!(without.disk_bytes, 64 + 4 * Layout::new(&m("KQvKR")).size as u64);
+        assert!(without.peak_memory_bytes < kqkr.peak_memory_bytes);
+    }
+
+    #[test]
+    fn a_cap_limits_the_room() {
+        let room = available_memory(Some(100 * MIB), 30 * MIB).unwrap();
+        assert_eq!(room.bytes, 70 * MIB);
+        assert!(room.limited_by.contains("max_memory_mib"), "{room:?}");
+        let dir = std::env::temp_dir().join(format!("tbserver-budget-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("KRvK.{}", format::EXTENSION)), vec![0u8; MIB as usize]).unwrap();
+        let room = available_disk(&dir, Some(5 * MIB)).unwrap();
+        assert_eq!(room.bytes, 4 * MIB, "the file already there counts");
+        // Not there yet: measured on the filesystem it would be made on.
+        assert!(available_disk(&dir.join("a/b"), None).unwrap().bytes > 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
