@@ -1,7 +1,7 @@
 //! `/standard` and `/standard/mainline`: the lichess tablebase API
 //! (`lichess-org/lila-tablebase`) with its fields, category words, null
 //! cases, move order, mainline and status codes, so that its clients work
-//! unchanged. The README's compatibility section lists what still differs.
+//! unchanged. docs/lichess.md lists what still differs, and why.
 
 use std::cmp::Reverse;
 
