@@ -90,6 +90,9 @@ pub struct BuiltinConfig {
     /// Most tables asked for by name (`POST /api/v1/tables/generate`)
     /// pending at once; beyond it, 503 `queue_full` with `Retry-After`.
     pub max_queued_tables: usize,
+    /// MiB of decoded table blocks kept in memory, shared by all built-in
+    /// tables (hits, misses and evictions in `/prometheus`).
+    pub cache_mib: u64,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -201,6 +204,7 @@ impl Default for BuiltinConfig {
             max_disk_mib: 0,
             max_unwritten_mib: crate::builtin::store::DEFAULT_MAX_UNWRITTEN_BYTES >> 20,
             max_queued_tables: 4,
+            cache_mib: crate::builtin::cache::DEFAULT_CACHE_MIB,
         }
     }
 }
@@ -318,6 +322,8 @@ mod tests {
         assert_eq!(file.cache_entries, default.cache_entries);
         assert_eq!(file.builtin.mode, default.builtin.mode);
         assert_eq!(file.builtin.dir, default.builtin.dir);
+        assert_eq!(file.builtin.cache_mib, default.builtin.cache_mib);
+        assert_eq!(file.builtin.max_queued_tables, default.builtin.max_queued_tables);
         assert_eq!(file.limits.max_batch, default.limits.max_batch);
         assert_eq!(file.limits.max_body_bytes, default.limits.max_body_bytes);
         assert_eq!(file.limits.max_concurrent_probes, default.limits.max_concurrent_probes);

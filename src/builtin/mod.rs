@@ -7,12 +7,14 @@
 //! - [`generate`]: the retrograde analysis;
 //! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
-//! - [`format`]: the file format;
+//! - [`format`]: the file format (compressed blocks);
+//! - [`cache`]: decoded blocks, shared by a store's tables;
 //! - [`store`]: opening (mmap) or generating tables on demand;
 //! - [`budget`]: what generating a table costs, and whether it fits;
 //! - [`schedule`]: which table is generated next, and how far along they are.
 
 pub mod budget;
+pub mod cache;
 pub mod dtm50;
 pub mod format;
 pub mod generate;

@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Instant};
 use shakmaty::Chess;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
+use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
 use crate::{
     builtin::{
         self, Store, Unavailable, Waiting,
@@ -55,7 +55,8 @@ impl BuiltinSource {
         let lazy = config.lazy_max_pieces.clamp(builtin::material::DEFAULT_PIECES, builtin::material::MAX_PIECES);
         let store = Store::new(&config.dir, true)
             .with_lazy_max_pieces(lazy)
-            .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20);
+            .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20)
+            .with_cache_mib(config.cache_mib);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
         let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
@@ -176,6 +177,11 @@ impl TableSource for BuiltinSource {
 
     fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.store.as_ref().map(|s| s.subscribe())
+    }
+
+    fn block_cache(&self) -> Option<BlockCacheCounts> {
+        let c = self.store.as_ref()?.cache_counts();
+        Some(BlockCacheCounts { hits: c.hits, misses: c.misses, evictions: c.evictions, bytes: c.bytes, ..Default::default() })
     }
 
     fn shutdown(&self) {
