@@ -1,21 +1,34 @@
-//! Decoded blocks of built-in tables, shared by all tables of a store and
-//! weighed by their bytes.
+//! Decoded blocks of built-in tables, shared by all tables of a store.
+//!
+//! A set-associative cache: a block may sit in one of the [`WAYS`] slots of
+//! one set (by a hash of its key), and a block decoded into a full set
+//! evicts the set's least recently used. A hit costs one uncontended lock
+//! and an `Arc` clone, a fraction of what a general-purpose concurrent
+//! cache took (a warm probe stays within twice format v3's plain array
+//! read).
 //!
 //! A miss decodes on the caller's own thread and inserts the result; it
 //! never waits for another thread decoding the same block. Two threads
-//! that miss the same block at once both decode it (a few tens of
-//! microseconds each) rather than one blocking a thread of the server's or
-//! the generator's pool until the other is done.
+//! that miss the same block at once both decode it (tens of microseconds
+//! each) rather than one blocking a thread of the server's or the
+//! generator's pool until the other is done.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    hash::{BuildHasher, Hash},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
-use super::format::DecodedBlock;
+use super::format::{BLOCK_POSITIONS, DecodedBlock};
 
 /// Default of `builtin.cache_mib`.
 pub const DEFAULT_CACHE_MIB: u64 = 128;
+
+/// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
+/// bytes per position); DTM50's change points come on top, a few percent.
+const SLOT_BYTES: u64 = 8 * BLOCK_POSITIONS as u64;
 
 /// A block of one table: the table's serial number (unique in the process,
 /// so that a table regenerated under the same name never meets the old
@@ -31,27 +44,36 @@ pub struct BlockKey {
 pub struct CacheCounts {
     pub hits: u64,
     pub misses: u64,
+    /// Blocks dropped from their slot for another.
     pub evictions: u64,
     pub bytes: u64,
 }
 
+/// Slots per set: with 4, sets overflow rarely before the cache is full.
+const WAYS: usize = 4;
+
+/// One set: its blocks, each with when it was last used (the set's own clock).
 #[derive(Default)]
-struct Stats {
+struct Set {
+    ways: [Option<(BlockKey, Arc<DecodedBlock>, u64)>; WAYS],
+    clock: u64,
+}
+
+type Slot = Mutex<Set>;
+
+pub struct BlockCache {
+    slots: Box<[Slot]>,
     hits: AtomicU64,
     misses: AtomicU64,
     evictions: AtomicU64,
-}
-
-pub struct BlockCache {
-    cache: moka::sync::Cache<BlockKey, Arc<DecodedBlock>>,
-    stats: Arc<Stats>,
+    bytes: AtomicU64,
     /// Tells this cache's entries in the per-thread memo from another's.
     id: u64,
 }
 
 /// The blocks a thread used last: a probe (and the one-ply search behind
 /// an en-passant position, or a generator's run of captures) mostly stays
-/// in a few blocks, and this spares them the shared map.
+/// in a few blocks, and this spares them the shared slots.
 const RECENT: usize = 4;
 type Recent = [Option<(u64, BlockKey, Arc<DecodedBlock>)>; RECENT];
 
@@ -60,20 +82,34 @@ thread_local! {
 }
 
 impl BlockCache {
+    /// A cache of about `max_bytes` of decoded blocks; less than one block's
+    /// worth keeps nothing (every probe decodes).
     pub fn new(max_bytes: u64) -> BlockCache {
-        let stats = Arc::new(Stats::default());
-        let listener = Arc::clone(&stats);
-        let cache = moka::sync::Cache::builder()
-            .max_capacity(max_bytes)
-            .weigher(|_: &BlockKey, v: &Arc<DecodedBlock>| v.bytes().min(u32::MAX as usize) as u32)
-            .eviction_listener(move |_, _, cause| {
-                if cause == moka::notification::RemovalCause::Size {
-                    listener.evictions.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-            .build();
         static NEXT: AtomicU64 = AtomicU64::new(1);
-        BlockCache { cache, stats, id: NEXT.fetch_add(1, Ordering::Relaxed) }
+        BlockCache {
+            slots: (0..max_bytes / SLOT_BYTES / WAYS as u64).map(|_| Mutex::default()).collect(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+fn lock(s: &Slot) -> std::sync::MutexGuard<'_, Set> {
+    // A slot holds whole values only: a panic elsewhere leaves it usable.
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl BlockCache {
+    fn slot(&self, key: BlockKey) -> Option<&Slot> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        // The high bits of a multiplicative hash are the well-mixed ones.
+        Some(&self.slots[((h >> 32) as usize * self.slots.len()) >> 32])
     }
 
     /// The decoded block of `key`, decoded by `decode` on a miss.
@@ -87,18 +123,48 @@ impl BlockCache {
             r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| Arc::clone(b))
         });
         if let Some(b) = recent {
-            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            self.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(b);
         }
-        let block = match self.cache.get(&key) {
+        let slot = self.slot(key);
+        let cached = slot.and_then(|s| {
+            let mut set = lock(s);
+            set.clock += 1;
+            let now = set.clock;
+            set.ways.iter_mut().flatten().find(|(k, _, _)| *k == key).map(|(_, b, used)| {
+                *used = now;
+                Arc::clone(b)
+            })
+        });
+        let block = match cached {
             Some(b) => {
-                self.stats.hits.fetch_add(1, Ordering::Relaxed);
+                self.hits.fetch_add(1, Ordering::Relaxed);
                 b
             }
             None => {
-                self.stats.misses.fetch_add(1, Ordering::Relaxed);
+                self.misses.fetch_add(1, Ordering::Relaxed);
                 let b = Arc::new(decode()?);
-                self.cache.insert(key, Arc::clone(&b));
+                if let Some(s) = slot {
+                    let bytes = b.bytes() as u64;
+                    let old = {
+                        let mut set = lock(s);
+                        set.clock += 1;
+                        let now = set.clock;
+                        let way = match set.ways.iter().position(|w| w.as_ref().is_some_and(|(k, _, _)| *k == key)) {
+                            // Decoded meanwhile by another thread: replaced by the same.
+                            Some(w) => w,
+                            None => (0..WAYS).min_by_key(|&w| set.ways[w].as_ref().map_or(0, |(_, _, used)| *used)).expect("ways"),
+                        };
+                        set.ways[way].replace((key, Arc::clone(&b), now)).map(|(k, old, _)| (k, old))
+                    };
+                    self.bytes.fetch_add(bytes, Ordering::Relaxed);
+                    if let Some((k, old)) = old {
+                        self.bytes.fetch_sub(old.bytes() as u64, Ordering::Relaxed);
+                        if k != key {
+                            self.evictions.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
                 b
             }
         };
@@ -110,12 +176,11 @@ impl BlockCache {
     }
 
     pub fn counts(&self) -> CacheCounts {
-        self.cache.run_pending_tasks();
         CacheCounts {
-            hits: self.stats.hits.load(Ordering::Relaxed),
-            misses: self.stats.misses.load(Ordering::Relaxed),
-            evictions: self.stats.evictions.load(Ordering::Relaxed),
-            bytes: self.cache.weighted_size(),
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -161,7 +226,7 @@ mod tests {
         // Inside a rayon pool of 2 threads, 64 jobs on one block: none waits
         // on another's decode, so this ends.
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
-        let fresh = BlockCache::new(1 << 20);
+        let fresh = BlockCache::new(16 * SLOT_BYTES);
         pool.install(|| {
             use rayon::prelude::*;
             (0..64).into_par_iter().for_each(|_| {
@@ -173,7 +238,7 @@ mod tests {
 
     #[test]
     fn errors_are_not_cached_and_size_is_bounded() {
-        let cache = BlockCache::new(256 << 10);
+        let cache = BlockCache::new(8 * SLOT_BYTES);
         let key = BlockKey { table: 3, block: 0 };
         assert_eq!(cache.get_or_decode(key, || Err("checksum mismatch".into())).unwrap_err(), "checksum mismatch");
         assert_eq!(cache.get_or_decode(key, || Ok(block(1))).unwrap().dtz, [7]);
@@ -181,6 +246,10 @@ mod tests {
             cache.get_or_decode(BlockKey { table: 3, block: b }, || Ok(block(8192))).unwrap();
         }
         let c = cache.counts();
-        assert!(c.evictions > 0 && c.bytes <= 256 << 10, "{c:?}");
+        assert!(c.evictions > 0 && c.bytes <= 8 * SLOT_BYTES, "{c:?}");
+        // No room for a block: nothing kept, every probe decodes.
+        let none = BlockCache::new(WAYS as u64 * SLOT_BYTES - 1);
+        none.get_or_decode(key, || Ok(block(1))).unwrap();
+        assert_eq!(none.counts().bytes, 0);
     }
 }

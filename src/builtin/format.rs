@@ -33,7 +33,8 @@ use std::io::{self, Seek, SeekFrom, Write};
 use rayon::prelude::*;
 
 use super::{
-    dtm50::{Dtm50Data, MORE, Segment},
+    dtm50::{Dtm50Data, LAST_MOVE_CLOCK, MORE, Segment},
+    value::UNKNOWN,
     material::Material,
 };
 
@@ -48,13 +49,15 @@ const BASE_METRICS: u32 = METRIC_DTZ | METRIC_DTM;
 pub const EXTENSION: &str = "tbsb";
 
 /// Positions per block: a cold probe decodes one block of all metrics
-/// (about 60 KiB decoded) in well under 200 µs; larger blocks compress
-/// only a little better.
+/// (64 KiB decoded, in about 75 µs on a loaded 2-core machine). Blocks
+/// twice as large take 3% less disk, but each takes twice the cache and
+/// twice the time to decode.
 pub const BLOCK_POSITIONS: usize = 8192;
 
-/// zstd level of the frames: level 9 compresses the 3–4-piece set within
-/// a few percent of level 19 at a small part of its time.
-const ZSTD_LEVEL: i32 = 9;
+/// zstd level of the frames: levels above it shrink the files a few percent
+/// more (level 15: 14%) at several times the compression time, which
+/// generation pays.
+const ZSTD_LEVEL: i32 = 7;
 
 const ENTRY_LEN: usize = 16;
 
@@ -141,14 +144,37 @@ impl DecodedBlock {
 /// out in byte planes (all low bytes, then all high bytes) and expressed
 /// relative to what usually equals it, so that the common cases are runs
 /// of zeros:
-/// - DTZ: as is;
-/// - DTM: less DTZ (equal wherever only mate zeroes the clock);
-/// - DTM50: per position its first segment's value less DTM (equal
-///   whenever the 50-move rule does not bind at clock 0), that segment's
-///   last clock, and the number of its further segments; then each
-///   further segment (the change points: the clocks at which DTM50 changes)
-///   as its value less the previous segment's, and its last clock.
+/// - DTZ50'': as is;
+/// - DTM: less DTZ50'' (equal wherever only mate zeroes the clock);
+/// - DTM50, per position: its value at clock 0 less DTM (equal whenever the
+///   50-move rule does not bind at clock 0); the last clock of its last
+///   segment less `100 - DTZ50''` (the clock budget a zeroing move within
+///   DTZ50'' plies leaves; mostly exact); how many times the value changes
+///   over the clocks; then, for each change point, the value's increase and
+///   the number of clocks the previous value held for.
+///
+/// Illegal indexes (DTZ50'' unknown) are never probed: they repeat the
+/// previous position's columns (with no change points), which costs next to
+/// nothing, and read back as that position's values.
 struct Columns;
+
+/// One position's DTM50 function: its first segment and its further ones.
+struct Function<'a> {
+    first: Segment,
+    further: &'a [u32],
+}
+
+/// The last clock DTM50 of a won or lost position is expected to hold
+/// for, given its DTZ50'': a zeroing move is due within that many plies.
+#[inline]
+fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
+    use super::value;
+    if value::is_win(first_value) || value::is_loss(first_value) {
+        (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8
+    } else {
+        0
+    }
+}
 
 impl Columns {
     fn planes16(values: impl ExactSizeIterator<Item = u16> + Clone, out: &mut Vec<u8>) {
@@ -163,71 +189,108 @@ impl Columns {
         Ok((0..n).map(move |i| bytes[i] as u16 | (bytes[n + i] as u16) << 8))
     }
 
-    fn dtm50(dtm: &[u16], d: &Dtm50Data, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
+    /// DTZ50'' and DTM of `range`, illegal indexes filled in.
+    fn dtz_dtm(dtz: &[u16], dtm: &[u16]) -> (Vec<u16>, Vec<u16>) {
+        let (mut z, mut m) = (Vec::with_capacity(dtz.len()), Vec::with_capacity(dtz.len()));
+        let (mut last_z, mut last_m) = (0, 0);
+        for (&vz, &vm) in dtz.iter().zip(dtm) {
+            if vz != UNKNOWN {
+                (last_z, last_m) = (vz, vm);
+            }
+            z.push(last_z);
+            m.push(last_m.wrapping_sub(last_z));
+        }
+        (z, m)
+    }
+
+    fn dtm50(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
         let n = range.len();
-        let mut first = Vec::with_capacity(n);
-        let mut last_clock = Vec::with_capacity(n);
-        let mut more = Vec::with_capacity(n);
-        let mut further: Vec<(u16, u8)> = Vec::new();
+        let (mut first, mut last_clock, mut changes) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut rise, mut held) = (Vec::new(), Vec::new());
         // The overflow is sorted by index: walked along with the block.
         let mut k = match d.overflow_index.binary_search(&(range.start as u32)) {
             Ok(k) | Err(k) => k,
         };
+        let (mut prev_first, mut prev_last) = (0u16, 0u8);
         for (j, idx) in range.enumerate() {
             let inline = d.inline[idx];
-            let seg = Segment::unpack(inline & !MORE);
-            first.push(seg.value.wrapping_sub(dtm[j]));
-            last_clock.push(seg.max_clock);
-            let mut count = 0u8;
-            if inline & MORE != 0 {
+            let further: &[u32] = if inline & MORE != 0 {
                 debug_assert_eq!(d.overflow_index[k], idx as u32);
-                let mut prev = seg.value;
-                for s in d.overflow_start[k]..d.overflow_start[k + 1] {
-                    let g = Segment::unpack(d.segments[s as usize]);
-                    further.push((g.value.wrapping_sub(prev), g.max_clock));
-                    prev = g.value;
-                    count += 1;
-                }
+                let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
                 k += 1;
+                s
+            } else {
+                &[]
+            };
+            if dtz[j] == UNKNOWN {
+                first.push(prev_first);
+                last_clock.push(prev_last);
+                changes.push(0);
+                continue;
             }
-            more.push(count);
+            let f = Function { first: Segment::unpack(inline & !MORE), further };
+            let last = f.further.last().map_or(f.first.max_clock, |&g| Segment::unpack(g).max_clock);
+            prev_first = f.first.value.wrapping_sub(dtm[j]);
+            prev_last = last.wrapping_sub(expected_last_clock(dtz[j], f.first.value));
+            first.push(prev_first);
+            last_clock.push(prev_last);
+            changes.push(f.further.len() as u8);
+            let mut prev = f.first;
+            for &g in f.further {
+                let g = Segment::unpack(g);
+                rise.push(g.value.wrapping_sub(prev.value));
+                held.push(g.max_clock.wrapping_sub(prev.max_clock));
+                prev = g;
+            }
         }
         Self::planes16(first.iter().copied(), out);
         out.extend_from_slice(&last_clock);
-        out.extend_from_slice(&more);
-        Self::planes16(further.iter().map(|&(v, _)| v), out);
-        out.extend(further.iter().map(|&(_, c)| c));
+        out.extend_from_slice(&changes);
+        Self::planes16(rise.iter().copied(), out);
+        out.extend_from_slice(&held);
     }
 
-    fn undtm50(bytes: &[u8], dtm: &[u16]) -> Result<Dtm50Data, String> {
+    fn undtm50(bytes: &[u8], dtz: &[u16], dtm: &[u16]) -> Result<Dtm50Data, String> {
         let n = dtm.len();
         if bytes.len() < 4 * n {
             return Err("DTM50 column too short".into());
         }
         let first = Self::unplanes16(&bytes[..2 * n], n)?;
-        let (last_clock, more) = (&bytes[2 * n..3 * n], &bytes[3 * n..4 * n]);
-        let extra: usize = more.iter().map(|&c| c as usize).sum();
+        let (last_clock, changes) = (&bytes[2 * n..3 * n], &bytes[3 * n..4 * n]);
+        let extra: usize = changes.iter().map(|&c| c as usize).sum();
         let rest = &bytes[4 * n..];
         if rest.len() != 3 * extra {
             return Err("DTM50 change points do not match their count".into());
         }
-        let mut further_value = Self::unplanes16(&rest[..2 * extra], extra)?;
-        let further_clock = &rest[2 * extra..];
+        let mut rise = Self::unplanes16(&rest[..2 * extra], extra)?;
+        let held = &rest[2 * extra..];
         let mut d = Dtm50Data { inline: Vec::with_capacity(n), ..Dtm50Data::default() };
         let mut s = 0;
+        let mut clocks = [0u8; 101];
         for (j, f) in first.enumerate() {
             let value = f.wrapping_add(dtm[j]);
-            let mut packed = Segment { value, max_clock: last_clock[j] }.pack();
-            if more[j] > 0 {
+            let count = changes[j] as usize;
+            if count > 100 {
+                return Err("more change points than clocks".into());
+            }
+            // Clocks are known from the last one back.
+            let mut c = last_clock[j].wrapping_add(expected_last_clock(dtz[j], value));
+            clocks[count] = c;
+            for i in (0..count).rev() {
+                c = c.wrapping_sub(held[s + i]);
+                clocks[i] = c;
+            }
+            let mut packed = Segment { value, max_clock: clocks[0] }.pack();
+            if count > 0 {
                 packed |= MORE;
                 d.overflow_index.push(j as u32);
                 d.overflow_start.push(d.segments.len() as u32);
-                let mut prev = value;
-                for _ in 0..more[j] {
-                    prev = prev.wrapping_add(further_value.next().expect("counted"));
-                    d.segments.push(Segment { value: prev, max_clock: further_clock[s] }.pack());
-                    s += 1;
+                let mut v = value;
+                for &clock in &clocks[1..=count] {
+                    v = v.wrapping_add(rise.next().expect("counted"));
+                    d.segments.push(Segment { value: v, max_clock: clock }.pack());
                 }
+                s += count;
             }
             d.inline.push(packed);
         }
@@ -255,15 +318,16 @@ fn encode_block(dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, range: std:
     COMPRESSOR.with_borrow_mut(|z| {
         let z = z.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
         let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
+        let (z_column, m_column) = Columns::dtz_dtm(dtz, dtm);
         let mut raw = Vec::with_capacity(4 * range.len());
-        Columns::planes16(dtz.iter().copied(), &mut raw);
+        Columns::planes16(z_column.iter().copied(), &mut raw);
         let dtz_frame = compress(&raw, z);
         raw.clear();
-        Columns::planes16(dtm.iter().zip(dtz).map(|(&m, &z)| m.wrapping_sub(z)), &mut raw);
+        Columns::planes16(m_column.iter().copied(), &mut raw);
         let dtm_frame = compress(&raw, z);
         let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
             raw.clear();
-            Columns::dtm50(dtm, d, range, &mut raw);
+            Columns::dtm50(dtz, dtm, d, range, &mut raw);
             compress(&raw, z)
         });
         Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
@@ -320,7 +384,7 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
     let dtm: Vec<u16> = Columns::unplanes16(&raw, n)?.zip(&dtz).map(|(d, &z)| d.wrapping_add(z)).collect();
     let dtm50 = if blocks.has_dtm50 {
         column(frames[2], None, &mut raw)?;
-        Some(Columns::undtm50(&raw, &dtm)?)
+        Some(Columns::undtm50(&raw, &dtz, &dtm)?)
     } else {
         None
     };
