@@ -60,7 +60,7 @@ pub struct BuiltinConfig {
     pub mode: BuiltinMode,
     /// Where generated tables are stored and memory-mapped from.
     pub dir: PathBuf,
-    /// Generate exact DTM50 as well (about 60% of the disk space and 40% of
+    /// Generate exact DTM50 as well (about 43% of the disk space and 40% of
     /// the generation time). Without it DTM50 comes from search alone.
     pub dtm50: bool,
     /// How long a request that only built-in tables can answer waits for
