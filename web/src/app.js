@@ -292,10 +292,19 @@ function materialOf(fen) {
   return /^K[QRBNP]*vK[QRBNP]*$/.test(name) ? name : null;
 }
 
-async function generationStatus(material, method) {
+/**
+ * Generating is an operator's action: the server says, per client, whether
+ * it is `open`, needs the admin `token`, or is `closed` from here. A token
+ * typed once is kept for the browser tab only.
+ */
+const TOKEN_KEY = 'tbserver-admin-token';
+
+async function generationStatus(material, method, token) {
+  const headers = { accept: 'application/json' };
+  if (token) headers.authorization = 'Bearer ' + token;
   const res = await fetch('/api/v1/tables/generate?material=' + encodeURIComponent(material), {
     method,
-    headers: { accept: 'application/json' },
+    headers,
   });
   const body = await res.json().catch(() => null);
   return { res, body };
@@ -320,14 +329,18 @@ async function offerGeneration(fen, seq) {
   const { body } = status;
   if (body.state === 'pending') {
     watchGeneration(fen, material, body.progress);
-  } else if (body.state === 'not_started') {
+  } else if ((body.state === 'not_started' || body.state === 'failed') && body.access !== 'closed') {
     const p = body.progress;
     const minutes = Math.max(1, Math.round(p.estimated_remaining_s / 60));
     const tables = p.tables.length;
     $('gen-offer').querySelector('.gen-text').textContent =
       `Exact DTM and DTM50 for ${body.material} need its built-in table, which this server has not generated. ` +
       `It can: ${tables} table${tables === 1 ? '' : 's'}, roughly ${minutes} min of work on the server; ` +
-      'the values appear here when it is done.';
+      'the values appear here when it is done.' +
+      (body.access === 'token' ? ' Generating is for the operator: enter the admin token.' : '');
+    const tokenField = $('gen-token');
+    tokenField.hidden = body.access !== 'token';
+    tokenField.value = sessionStorage.getItem(TOKEN_KEY) || '';
     const button = $('btn-generate');
     button.disabled = false;
     button.onclick = () => startGeneration(fen, material);
@@ -337,9 +350,11 @@ async function offerGeneration(fen, seq) {
 
 async function startGeneration(fen, material) {
   $('btn-generate').disabled = true;
+  const tokenField = $('gen-token');
+  const token = tokenField.hidden ? '' : tokenField.value.trim();
   let status;
   try {
-    status = await generationStatus(material, 'POST');
+    status = await generationStatus(material, 'POST', token);
   } catch (e) {
     showMessage('Could not reach the server: ' + e.message);
     $('btn-generate').disabled = false;
@@ -348,10 +363,12 @@ async function startGeneration(fen, material) {
   if (fen !== state.fen) return;
   if (!status.res.ok || !status.body) {
     const err = status.body && status.body.error ? status.body.error : { message: `status ${status.res.status}` };
+    if (err.code === 'unauthorized' || err.code === 'forbidden') sessionStorage.removeItem(TOKEN_KEY);
     showMessage('The table could not be generated. Server: ' + err.message);
     $('btn-generate').disabled = false;
     return;
   }
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   $('gen-offer').hidden = true;
   if (status.body.state === 'ready') probe(fen);
   else watchGeneration(fen, material, status.body.progress);
@@ -380,6 +397,12 @@ async function watchGeneration(fen, material, progress) {
     if (body && body.state === 'ready') {
       showProgress(null);
       probe(fen);
+    } else if (body && body.state === 'failed') {
+      // Out of disk or memory, say: tell why; asking again retries.
+      showProgress(null);
+      const failed = body.progress.tables.find((t) => t.error);
+      showMessage('The table could not be generated. Server: ' + (failed ? failed.error : 'failed'));
+      offerGeneration(fen, state.probeSeq);
     } else if (body && body.state === 'not_started') {
       // The server restarted meanwhile: offer again.
       showProgress(null);
