@@ -289,6 +289,20 @@ impl Store {
         inner.pump(&mut q);
     }
 
+    /// Opens `material` from its file and settles it, never generating it:
+    /// for a process that may only use tables others made (one part of a
+    /// generation spread over processes). Fails if the file is missing or
+    /// unusable.
+    pub fn open_existing(&self, material: &Material) -> Result<(), String> {
+        let inner = &self.inner;
+        if let Some(done) = inner.settled(material) {
+            return done.map(drop).map_err(String::from);
+        }
+        let table = inner.open(material, &Layout::new(material))?.ok_or_else(|| "not found".to_string())?;
+        inner.settle(&mut inner.lock(), material, Ok(Arc::new(table)));
+        Ok(())
+    }
+
     /// Tables opened or generated so far.
     pub fn loaded(&self) -> Vec<Arc<Table>> {
         self.inner.tables.iter().filter_map(|t| t.get().and_then(|r| r.as_ref().ok()).cloned()).collect()
