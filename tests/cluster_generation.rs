@@ -222,3 +222,49 @@ fn kubernetes_wave_jobs_match_the_waves() {
     println!("{} waves of {:?} tables match their Jobs", waves.len(), waves.iter().map(Vec::len).collect::<Vec<_>>());
     let _ = std::fs::remove_dir_all(&five);
 }
+
+/// A replica on the shared volume (`builtin.mode = "readonly"`, as
+/// deploy/kubernetes/deployment.yaml sets it) never generates, not even
+/// when asked: a missing table is reported, and found once a Job's
+/// `tbserver generate` has written it, without a restart.
+#[test]
+fn a_read_only_replica_never_generates_and_finds_tables_made_later() {
+    let dir = fresh_dir("read-only");
+    let mut command = tbserver();
+    command
+        .args(["serve", "--listen", "127.0.0.1:0", "--builtin-dir"])
+        .arg(&dir)
+        .env("TBSERVER_BUILTIN_MODE", "readonly")
+        .env("RUST_LOG", "info");
+    let (child, base, log) = common::spawn_listening(command);
+    // Killed even when an assertion fails: a live server would hold the
+    // test's output open.
+    struct Server(std::process::Child);
+    impl Drop for Server {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let server = Server(child);
+    let fen = "8/8/8/4k3/8/8/8/KR6_w_-_-_0_1";
+    let get = |path: &str| {
+        let response = reqwest::blocking::get(format!("{base}{path}")).unwrap();
+        (response.status().as_u16(), response.json::<serde_json::Value>().unwrap())
+    };
+    let (status, body) = get(&format!("/api/v1/probe?fen={fen}"));
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("missing_table")), "{body}");
+    let asked = reqwest::blocking::Client::new().post(format!("{base}/api/v1/tables/generate?material=KRvK")).send().unwrap();
+    let asked_status = asked.status().as_u16();
+    let asked: serde_json::Value = asked.json().unwrap();
+    assert_eq!((asked_status, asked["state"].as_str()), (200, Some("not_started")), "{asked}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the replica wrote into its tables directory");
+    succeeded("generate KRvK", tbserver().args(["generate", "KRvK", "--out"]).arg(&dir).output().unwrap());
+    let (status, body) = get(&format!("/api/v1/probe?fen={fen}"));
+    assert_eq!((status, body["dtm"]["plies"].as_i64()), (200, Some(29)), "{body}");
+    assert_eq!(get("/api/v1/tables/generate?material=KRvK").1["state"], "ready");
+    assert!(log.lock().unwrap().iter().all(|l| !l.contains("generated built-in table")));
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
