@@ -15,7 +15,10 @@
 #    side they leave out to be rebuilt by search, with DTC on that 1 in 8
 #    (tests/chesstb_vs_builtin.rs);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
-#    150 short mates proven exactly (tests/dtm50.rs).
+#    150 short mates proven exactly (tests/dtm50.rs);
+#  - generation spread as the Kubernetes Jobs spread it: all 35 tables of 3-4
+#    pieces, 3 processes per dependency wave over one directory, byte for
+#    byte the files of one plain run (tests/cluster_generation.rs).
 # Each check prints what it compared; the script prints its time. Needs
 # ../shared (or TBSERVER_SHARED_DIR), like the tests.
 #
@@ -28,4 +31,5 @@ start=$SECONDS
 TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo test --release --test builtin_vs_tables
 cargo test --release --test chesstb_vs_builtin
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
+cargo test --release --test cluster_generation -- sharded_waves_make_the_same_files_as_one_run
 echo "exhaustive tier: passed in $((SECONDS - start)) s"

@@ -210,7 +210,9 @@ struct Inner {
 
 impl Store {
     /// `generate_missing`: generate tables that are not in `dir` (and write
-    /// them there); otherwise such tables are reported as missing. Lookups
+    /// them there); otherwise such tables are reported as missing
+    /// ([`Unavailable::NotGenerated`], looked for again on the next lookup)
+    /// and nothing is generated, even when asked for. Lookups
     /// wait for tables being generated; see [`Store::never_wait`].
     pub fn new(dir: impl Into<PathBuf>, generate_missing: bool) -> Store {
         let store = Store {
@@ -309,9 +311,13 @@ impl Store {
 
     /// Asks for these tables (and what they depend on) to be generated in
     /// the background, behind the tables requests need. Tables that failed
-    /// are tried again.
+    /// are tried again. A store that does not generate (a read-only
+    /// directory) ignores this.
     pub fn request_all(&self, materials: &[Material]) {
         let inner = &self.inner;
+        if !inner.generate_missing {
+            return;
+        }
         if materials.iter().any(|m| m.pieces() > inner.lazy_max_pieces) {
             inner.beyond_lazy.store(true, Ordering::SeqCst);
         }
@@ -333,6 +339,10 @@ impl Store {
     /// already pending is accepted.
     pub fn request(&self, target: &Material, max_requested: usize) -> Result<(), Refusal> {
         let inner = &self.inner;
+        if !inner.generate_missing {
+            // Read-only: nothing is generated, so nothing is pending.
+            return Ok(());
+        }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
             plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
@@ -351,6 +361,20 @@ impl Store {
             }
         }
         self.request_all(&plan);
+        Ok(())
+    }
+
+    /// Opens `material` from its file and settles it, never generating it:
+    /// for a process that may only use tables others made (one part of a
+    /// generation spread over processes). Fails if the file is missing or
+    /// unusable.
+    pub fn open_existing(&self, material: &Material) -> Result<(), String> {
+        let inner = &self.inner;
+        if inner.ready(material).is_some() {
+            return Ok(());
+        }
+        let table = inner.open(material, &Layout::new(material))?.ok_or_else(|| "not found".to_string())?;
+        inner.settle(&mut inner.lock(), material, Ok(Arc::new(table)));
         Ok(())
     }
 
@@ -491,7 +515,9 @@ impl Inner {
             let opened = match self.open(m, &Layout::new(m)) {
                 Ok(Some(t)) => Some(Ok(Arc::new(t))),
                 Ok(None) if self.generate_missing => None,
-                Ok(None) => Some(Err(Unavailable::Failed(format!("built-in table {} not generated", m.name())))),
+                // Not settled: a file that appears later (written by another
+                // process into a shared directory) is found then.
+                Ok(None) => return Some(Err(Unavailable::NotGenerated(m.name()))),
                 Err(e) if self.generate_missing => {
                     tracing::warn!(table = %m.name(), "unusable built-in table, regenerating: {e}");
                     None
@@ -1038,6 +1064,27 @@ mod tests {
         assert_eq!(in_memory.bytes(), on_disk.bytes());
         assert_eq!(fs::read(on_disk.path.as_ref().unwrap()).unwrap(), on_disk.bytes());
         let _ = fs::remove_dir_all(&base);
+    }
+
+    /// A store that does not generate (replicas on a read-only volume that a
+    /// separate job fills) never generates, even when asked, and finds a
+    /// table that another process writes later.
+    #[test]
+    fn a_store_that_does_not_generate_reports_missing_tables_and_finds_them_later() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-readonly-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let krk = Material::parse("KRvK").unwrap();
+        let reader = Store::new(&dir, false).never_wait();
+        assert_eq!(reader.table(&krk).err(), Some(Unavailable::NotGenerated("KRvK".into()).to_string()));
+        reader.request_all(&[krk.clone()]);
+        assert_eq!(reader.open_existing(&krk), Err("not found".to_string()));
+        assert_eq!(reader.generations(), 0);
+        assert!(!reader.path_of(&krk).exists());
+        let written = Store::new(&dir, true).table(&krk).unwrap();
+        let found = reader.table(&krk).unwrap();
+        assert!(found.generated_secs.is_none() && found.path == written.path);
+        assert_eq!(reader.generations(), 0);
+        let _ = fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -44,6 +44,24 @@ fn covered<T>(r: Result<Option<T>, Unavailable>) -> ProbeResult<T> {
     }
 }
 
+/// Read-only tables are made elsewhere (`tbserver generate`): say at start
+/// which of those probes may need are not there yet.
+fn report_missing(store: &Store, pieces: usize) {
+    let all = builtin::all_materials(pieces);
+    let missing: Vec<String> = all.iter().filter(|m| !store.path_of(m).exists()).map(|m| m.name()).collect();
+    if missing.is_empty() {
+        tracing::info!(dir = %store.dir().display(), tables = all.len(), "read-only built-in tables: all present");
+    } else {
+        tracing::warn!(
+            dir = %store.dir().display(),
+            missing = missing.len(),
+            of = all.len(),
+            "read-only built-in tables: not generated here, other sources answer until they appear: {}",
+            missing.join(" ")
+        );
+    }
+}
+
 impl BuiltinSource {
     /// `waiting`: whether a probe waits for a table being generated
     /// ([`Waiting::Block`]: tools) or answers without it ([`Waiting::Never`]:
@@ -53,7 +71,8 @@ impl BuiltinSource {
             return BuiltinSource { store: None, max_queued_tables: 0 };
         }
         let lazy = config.lazy_max_pieces.clamp(builtin::material::DEFAULT_PIECES, builtin::material::MAX_PIECES);
-        let store = Store::new(&config.dir, true)
+        let read_only = config.mode == BuiltinMode::ReadOnly;
+        let store = Store::new(&config.dir, !read_only)
             .with_lazy_max_pieces(lazy)
             .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
@@ -75,6 +94,9 @@ impl BuiltinSource {
                     }
                 })
                 .expect("spawn thread");
+        }
+        if read_only {
+            report_missing(&store, lazy);
         }
         BuiltinSource { store: Some(store), max_queued_tables: config.max_queued_tables }
     }
