@@ -9,7 +9,8 @@
 //! - [`value`]: the 16-bit encoding of a value;
 //! - [`format`]: the file format;
 //! - [`store`]: opening (mmap) or generating tables on demand;
-//! - [`schedule`]: which table is generated next, and how far along they are.
+//! - [`schedule`]: which table is generated next, and how far along they are;
+//! - [`stats`]: positions by category, histograms and longest values of a table.
 
 pub mod dtm50;
 pub mod format;
@@ -20,6 +21,7 @@ pub mod memory;
 pub mod moves;
 mod radix;
 pub mod schedule;
+pub mod stats;
 pub mod store;
 pub mod value;
 

@@ -94,6 +94,11 @@ impl Table {
         self.sections.has_dtm50
     }
 
+    /// The CRC-32 of everything after the header, as the header records it.
+    pub fn crc32(&self) -> u32 {
+        self.u32_at(44)
+    }
+
     /// Positions whose DTM50 changes more than once over the clocks.
     pub fn dtm50_overflow_positions(&self) -> usize {
         self.sections.overflow_len
@@ -116,6 +121,33 @@ impl Dtm50View for Table {
     }
     fn segment(&self, s: usize) -> u32 {
         self.u32_at(self.sections.segments + 4 * s)
+    }
+}
+
+impl super::stats::Scan for Table {
+    fn material(&self) -> &Material {
+        &self.material
+    }
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn dtz(&self, idx: u32) -> u16 {
+        Table::dtz(self, idx)
+    }
+    fn dtm(&self, idx: u32) -> u16 {
+        Table::dtm(self, idx)
+    }
+    fn has_dtm50(&self) -> bool {
+        Table::has_dtm50(self)
+    }
+    fn legal_positions(&self) -> u64 {
+        self.legal_positions
+    }
+    fn crc32(&self) -> u32 {
+        Table::crc32(self)
+    }
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
     }
 }
 
@@ -596,6 +628,8 @@ impl Inner {
             Ok(mut t) => {
                 t.generated_secs = Some(secs);
                 t.phase_secs = Some(phase_secs);
+                // Computed now, so that serving them never reads the table whole.
+                super::stats::compute_and_store(&t);
                 t
             }
             Err(e) => {

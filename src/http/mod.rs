@@ -3,6 +3,7 @@
 
 pub mod analyse;
 mod api;
+mod charts;
 mod encoding;
 mod hot;
 mod lichess;
@@ -11,6 +12,7 @@ mod metrics_page;
 pub mod openapi;
 pub mod pages;
 mod serve;
+mod stats_page;
 
 use std::{
     sync::{
@@ -81,6 +83,8 @@ enum Endpoint {
     Mainline(crate::probe::MoveOrder),
     Standard,
     StandardMainline,
+    Dtm50ByClock,
+    Stats,
 }
 
 pub type AppState = Arc<Shared>;
@@ -271,6 +275,11 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(api::probe_get, api::probe_batch))
         .routes(routes!(api::mainline))
         .routes(routes!(api::tables))
+        .routes(routes!(charts::dtm50_by_clock))
+        .routes(routes!(charts::dtm50_chart_svg))
+        .routes(routes!(charts::table_stats))
+        .routes(routes!(charts::tables_page))
+        .routes(routes!(charts::table_page))
         .routes(routes!(api::generate_post, api::generate_get))
         .routes(routes!(analyse::analyse))
         .routes(routes!(analyse::analyse_stream))
