@@ -27,6 +27,7 @@ fn head(title: &str) -> String {
 .stats-hist{{display:block;width:100%;max-width:46rem;height:auto;background:#fff;border:1px solid var(--line);border-radius:6px;margin:.4rem 0 1rem}}
 table.values td.num{{text-align:right;font-variant-numeric:tabular-nums;font-weight:400}}
 figure.example img{{width:160px}}
+.table-scroll{{overflow-x:auto}}
 </style>
 </head>
 <body>
@@ -94,7 +95,7 @@ pub fn render(stats: &TableStats) -> String {
     );
     let sides = [("White to move", &stats.white_to_move), ("Black to move", &stats.black_to_move)];
 
-    html.push_str("<h2 id=\"categories\">Positions by category</h2>\n<table class=\"values categories\">\n<thead><tr><th scope=\"col\">Side to move</th><th scope=\"col\">Positions</th>");
+    html.push_str("<h2 id=\"categories\">Positions by category</h2>\n<div class=\"table-scroll\"><table class=\"values categories\">\n<thead><tr><th scope=\"col\">Side to move</th><th scope=\"col\">Positions</th>");
     for (class, label) in [("win", "Win"), ("cursed-win", "Cursed win"), ("draw", "Draw"), ("blessed-loss", "Blessed loss"), ("loss", "Loss")] {
         let _ = write!(html, "<th scope=\"col\" class=\"cat-{class}\">{label}</th>");
     }
@@ -106,7 +107,7 @@ pub fn render(stats: &TableStats) -> String {
         }
         html.push_str("</tr>\n");
     }
-    html.push_str("</tbody>\n</table>\n");
+    html.push_str("</tbody>\n</table></div>\n");
 
     html.push_str("<h2 id=\"longest\">Longest values</h2>\n<p>The decisive position farthest from its goal for each side to move, in plies, signed from the side to move's point of view (positive: it wins). Click a board to probe it.</p>\n");
     let metrics: [(&str, &str, fn(&SideStats) -> &Option<Example>); 3] = [
