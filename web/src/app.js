@@ -263,6 +263,7 @@ async function probe(fen, refresh = false) {
   state.answer = body;
   renderAnswer(body);
   if (!refresh || $('clock-chart').hidden) await showClockChart(fen, body, seq);
+  await showStatsLink(body, seq);
   document.body.dataset.state = pending.length ? 'pending' : 'ready';
   if (!refresh && !exactDtm50(body)) offerGeneration(fen, seq);
 }
@@ -317,6 +318,33 @@ async function showClockChart(fen, answer, seq) {
     });
   }
   section.hidden = false;
+}
+
+/** Tables known to have statistics (built-in tables generated), by name. */
+const statsAvailable = new Map();
+
+/** Links the table's statistics page under the facts, when the server has them. */
+async function showStatsLink(answer, seq) {
+  if (answer.pieces > GENERATE_MAX_PIECES) return;
+  const table = canonicalMaterial(answer.material);
+  if (!statsAvailable.get(table)) {
+    try {
+      const res = await fetch('/api/v1/tables/' + encodeURIComponent(table) + '/stats', { method: 'HEAD' });
+      statsAvailable.set(table, res.ok);
+    } catch (e) {
+      return;
+    }
+  }
+  if (seq !== state.probeSeq || !statsAvailable.get(table) || $('stats-link')) return;
+  const dt = document.createElement('dt');
+  dt.textContent = 'Table';
+  const dd = document.createElement('dd');
+  const link = document.createElement('a');
+  link.id = 'stats-link';
+  link.href = '/tables/' + encodeURIComponent(table);
+  link.textContent = `Statistics of ${table}`;
+  dd.append(link);
+  $('facts').append(dt, dd);
 }
 
 // ------------------------------------------------- generating a table on request
@@ -635,19 +663,6 @@ function renderAnswer(a) {
   }
   if (a.sources) {
     addFact(dl, 'Sources', Object.entries(a.sources).filter(([, v]) => v).map(([k, v]) => `${k.toUpperCase()}: ${v}`).join(' · '));
-  }
-  // Built-in tables keep statistics (up to 4 pieces they are always built-in).
-  if (a.pieces <= 4 || Object.values(a.sources || {}).includes('builtin')) {
-    const table = canonicalMaterial(a.material);
-    const dt = document.createElement('dt');
-    dt.textContent = 'Table';
-    const dd = document.createElement('dd');
-    const link = document.createElement('a');
-    link.id = 'stats-link';
-    link.href = '/tables/' + encodeURIComponent(table);
-    link.textContent = `Statistics of ${table}`;
-    dd.append(link);
-    dl.append(dt, dd);
   }
   renderMoves(a);
 }
