@@ -319,6 +319,14 @@ fn table_statistics_agree_with_syzygys_published_figures() {
                 served_equal += 1;
             }
             assert_eq!(ours.iter().sum::<u64>(), s["positions"].as_u64().unwrap(), "{name} {key}");
+            // The other histograms cover the decisive positions: DTM every
+            // win and loss, cursed ones included; DTM50 at clock 0 exactly
+            // those the 50-move rule leaves decisive.
+            let total = |metric: &str, result: &str| histogram(s, metric, result).values().sum::<u64>();
+            let [losses, blessed, _, cursed, wins] = ours;
+            assert_eq!((total("dtz50", "wins"), total("dtz50", "losses")), (wins + cursed, losses + blessed), "{name} {key}: DTZ50''");
+            assert_eq!((total("dtm", "wins"), total("dtm", "losses")), (wins + cursed, losses + blessed), "{name} {key}: DTM");
+            assert_eq!((total("dtm50", "wins"), total("dtm50", "losses")), (wins, losses), "{name} {key}: DTM50");
             sum += s["positions"].as_u64().unwrap();
             bins += p.win_in.len() + p.lose_in.len();
             compared += 5;
