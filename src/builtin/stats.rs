@@ -26,6 +26,9 @@ pub trait Scan: Dtm50View {
     fn crc32(&self) -> u32;
     /// The table's file, if it has one.
     fn path(&self) -> Option<&Path>;
+    /// Called when the scan is done: a mapped table lets go of the pages
+    /// the scan read, so that the process keeps only those probes touch.
+    fn scanned(&self) {}
 }
 
 /// Bumped when the meaning or shape of the statistics changes: a sidecar of
@@ -168,6 +171,7 @@ pub fn compute(table: &impl Scan) -> TableStats {
             side.dtm50.add(table.at_clock(idx, 0), idx);
         }
     }
+    table.scanned();
     let example = |dense: &Dense, of: &dyn Fn(u32) -> u16| {
         dense.longest.map(|(_, idx)| Example { plies: value::signed_plies(of(idx)), fen: fen_of(table, idx) })
     };

@@ -149,6 +149,13 @@ impl super::stats::Scan for Table {
     fn path(&self) -> Option<&Path> {
         self.path.as_deref()
     }
+    fn scanned(&self) {
+        if let Data::Mapped(map) = &self.data {
+            // SAFETY: a read-only mapping of a file: dropped pages are read
+            // again from the file when next touched.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
+    }
 }
 
 /// What a lookup does when the table it needs is not ready.
