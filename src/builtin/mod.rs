@@ -10,7 +10,8 @@
 //! - [`format`]: the file format;
 //! - [`store`]: opening (mmap) or generating tables on demand;
 //! - [`budget`]: what generating a table costs, and whether it fits;
-//! - [`schedule`]: which table is generated next, and how far along they are.
+//! - [`schedule`]: which table is generated next, and how far along they are;
+//! - [`stats`]: positions by category, histograms and longest values of a table.
 
 pub mod budget;
 pub mod dtm50;
@@ -22,6 +23,7 @@ pub mod memory;
 pub mod moves;
 mod radix;
 pub mod schedule;
+pub mod stats;
 pub mod store;
 pub mod value;
 

@@ -95,6 +95,11 @@ impl Table {
         self.sections.has_dtm50
     }
 
+    /// The CRC-32 of everything after the header, as the header records it.
+    pub fn crc32(&self) -> u32 {
+        self.u32_at(44)
+    }
+
     /// Positions whose DTM50 changes more than once over the clocks.
     pub fn dtm50_overflow_positions(&self) -> usize {
         self.sections.overflow_len
@@ -117,6 +122,40 @@ impl Dtm50View for Table {
     }
     fn segment(&self, s: usize) -> u32 {
         self.u32_at(self.sections.segments + 4 * s)
+    }
+}
+
+impl super::stats::Scan for Table {
+    fn material(&self) -> &Material {
+        &self.material
+    }
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn dtz(&self, idx: u32) -> u16 {
+        Table::dtz(self, idx)
+    }
+    fn dtm(&self, idx: u32) -> u16 {
+        Table::dtm(self, idx)
+    }
+    fn has_dtm50(&self) -> bool {
+        Table::has_dtm50(self)
+    }
+    fn legal_positions(&self) -> u64 {
+        self.legal_positions
+    }
+    fn crc32(&self) -> u32 {
+        Table::crc32(self)
+    }
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+    fn scanned(&self) {
+        if let Data::Mapped(map) = &self.data {
+            // SAFETY: a read-only mapping of a file: dropped pages are read
+            // again from the file when next touched.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
     }
 }
 
@@ -778,6 +817,11 @@ impl Inner {
             Ok(mut t) => {
                 t.generated_secs = Some(secs);
                 t.phase_secs = Some(phase_secs);
+                // Computed now, so that serving them never reads the table
+                // whole (at shutdown left for the first request to compute).
+                if !self.cancelled.load(Ordering::SeqCst) {
+                    super::stats::compute_and_store(&t);
+                }
                 t
             }
             Err(e) => {
@@ -1136,6 +1180,9 @@ mod tests {
             for entry in fs::read_dir(&dir).unwrap() {
                 let name = entry.unwrap().file_name().into_string().unwrap();
                 assert!(!name.contains(".tmp"), "left behind: {name}");
+                if name.ends_with(".stats.json") {
+                    continue; // the table's statistics, beside it
+                }
                 let material = Material::parse(name.trim_end_matches(&format!(".{}", format::EXTENSION))).unwrap();
                 reader.table(&material).unwrap_or_else(|e| panic!("{name}: {e}"));
                 files += 1;

@@ -218,6 +218,7 @@ async function probe(fen, refresh = false) {
     document.body.dataset.state = 'probing';
     setVerdict('unknown', 'Probing…');
     $('facts').textContent = '';
+    $('clock-chart').hidden = true;
     $('moves').tBodies[0].textContent = '';
   }
   let res;
@@ -261,8 +262,89 @@ async function probe(fen, refresh = false) {
   }
   state.answer = body;
   renderAnswer(body);
+  if (!refresh || $('clock-chart').hidden) await showClockChart(fen, body, seq);
+  await showStatsLink(body, seq);
   document.body.dataset.state = pending.length ? 'pending' : 'ready';
   if (!refresh && !exactDtm50(body)) offerGeneration(fen, seq);
+}
+
+// ------------------------------------------------- DTM50 by half-move clock
+
+/**
+ * Draws the position's DTM50 at every clock 0–99 (the server's SVG chart,
+ * inlined so that its steps can be clicked) when an exact DTM50 table covers
+ * it; hides the chart otherwise.
+ */
+async function showClockChart(fen, answer, seq) {
+  const section = $('clock-chart');
+  if (!exactDtm50(answer) || answer.sources.dtm50 === 'rules') {
+    section.hidden = true;
+    return;
+  }
+  const query = '?fen=' + encodeURIComponent(fen);
+  let svg = null;
+  try {
+    const res = await fetch('/dtm50-chart.svg' + query);
+    if (res.ok) svg = await res.text();
+  } catch (e) {
+    svg = null;
+  }
+  if (seq !== state.probeSeq) return;
+  if (!svg) {
+    section.hidden = true;
+    return;
+  }
+  $('chart-host').innerHTML = svg;
+  $('chart-svg').href = '/dtm50-chart.svg' + query;
+  $('chart-json').href = '/api/v1/dtm50-by-clock' + query;
+  const list = $('chart-changes');
+  list.textContent = '';
+  const chart = $('chart-host').querySelector('svg');
+  const own = chart.querySelector('.own-clock text');
+  const items = [own ? `This position (${own.textContent})` : null];
+  for (const c of chart.querySelectorAll('.change title')) items.push(c.textContent.replace(/^from clock/, 'From clock'));
+  if (items.length === 1) items.push('The same at every clock.');
+  for (const text of items.filter(Boolean)) {
+    const li = document.createElement('li');
+    li.textContent = text;
+    list.append(li);
+  }
+  for (const step of chart.querySelectorAll('.step')) {
+    step.addEventListener('click', () => {
+      const f = fenFields(state.fen);
+      f.halfmove = Number(step.dataset.clock);
+      $('clock').value = f.halfmove;
+      setPosition(joinFen(f), { replace: true });
+    });
+  }
+  section.hidden = false;
+}
+
+/** Tables known to have statistics (built-in tables generated), by name. */
+const statsAvailable = new Map();
+
+/** Links the table's statistics page under the facts, when the server has them. */
+async function showStatsLink(answer, seq) {
+  if (answer.pieces > GENERATE_MAX_PIECES) return;
+  const table = canonicalMaterial(answer.material);
+  if (!statsAvailable.get(table)) {
+    try {
+      const res = await fetch('/api/v1/tables/' + encodeURIComponent(table) + '/stats', { method: 'HEAD' });
+      statsAvailable.set(table, res.ok);
+    } catch (e) {
+      return;
+    }
+  }
+  if (seq !== state.probeSeq || !statsAvailable.get(table) || $('stats-link')) return;
+  const dt = document.createElement('dt');
+  dt.textContent = 'Table';
+  const dd = document.createElement('dd');
+  const link = document.createElement('a');
+  link.id = 'stats-link';
+  link.href = '/tables/' + encodeURIComponent(table);
+  link.textContent = `Statistics of ${table}`;
+  dd.append(link);
+  $('facts').append(dt, dd);
 }
 
 // ------------------------------------------------- generating a table on request
@@ -606,6 +688,18 @@ function renderAnswer(a) {
     addFact(dl, 'Sources', Object.entries(a.sources).filter(([, v]) => v).map(([k, v]) => `${k.toUpperCase()}: ${v}`).join(' · '));
   }
   renderMoves(a);
+}
+
+/** `KQvKR` for `KRvKQ` too: the stronger side first, as tables are named. */
+function canonicalMaterial(material) {
+  const [white, black] = material.split('v');
+  const strength = (side) => [...side].map((c) => 'KQRBNP'.indexOf(c));
+  const a = strength(white);
+  const b = strength(black);
+  // More pieces, then stronger ones, go first.
+  if (a.length !== b.length) return a.length > b.length ? material : `${black}v${white}`;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? material : `${black}v${white}`;
+  return material;
 }
 
 function wdlWords(w) {
