@@ -53,14 +53,15 @@ fn waves(args: &[&str]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// Every table file in `dir` with its size and XXH64, checking that no
-/// temporary file was left behind.
+/// Every table file (and statistics file) in `dir` with its size and
+/// XXH64, checking that no temporary file was left behind.
 fn checksums(dir: &Path) -> BTreeMap<String, (u64, u64)> {
     let mut files = BTreeMap::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
-        assert!(name.ends_with(".tbsb"), "left behind in {}: {name}", dir.display());
+        // A table and its statistics, written beside it when it is generated.
+        assert!(name.ends_with(".tbsb") || name.ends_with(".stats.json"), "left behind in {}: {name}", dir.display());
         let mut hasher = xxhash_rust::xxh64::Xxh64::new(0);
         let mut file = std::fs::File::open(&path).unwrap();
         let mut buf = vec![0u8; 1 << 20];

@@ -27,19 +27,21 @@ pub struct Estimate {
 const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 
 /// Bytes of working memory per index position of the whole table, and per
-/// position of the largest layer, with and without DTM50. Fitted to the
-/// peak RSS of `tbserver generate` on KNNvKN, KRBvKQ, KQRvKR (pawnless: one
-/// layer) and KRPvKR, KNNvKP (pawns); the measurements are in
-/// docs/operations.md.
-const MEMORY_PER_POSITION: f64 = 8.0;
-const MEMORY_PER_LAYER_POSITION: f64 = 13.4;
+/// position of the largest layer. With DTM50: fitted to the peak anonymous
+/// memory of `tbserver generate` on KNNvKN, KRBvKQ, KQRvKR (pawnless: one
+/// layer) and KRPvKR, KNNvKP (pawns), each within 11% (measurements in
+/// docs/operations.md); how a table's values fall moves it by ±11% around
+/// the fit. Without DTM50: the arrays the generator allocates (DTZ50'' and
+/// DTM for the table, move counters and best exits for a layer).
+const MEMORY_PER_POSITION: f64 = 8.67;
+const MEMORY_PER_LAYER_POSITION: f64 = 11.43;
 const MEMORY_PER_POSITION_WITHOUT_DTM50: f64 = 4.0;
 const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 5.2;
 
 /// DTM50 beyond its 4 bytes per position (positions whose DTM50 changes
-/// more than once with the clock), per index position: the largest share
-/// measured over the tables of 3 to 5 pieces.
-const DTM50_OVERFLOW_PER_POSITION: f64 = 0.40;
+/// more than once with the clock), per index position: the middle of what
+/// the 5-piece tables measured hold (0 for KNNvKN to 2.75 for KQRvKR).
+const DTM50_OVERFLOW_PER_POSITION: f64 = 1.17;
 
 /// Cost of generating `material`'s table alone.
 pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {

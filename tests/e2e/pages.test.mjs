@@ -239,6 +239,54 @@ test('generate this endgame: a 5-piece table made on request, then exact DTM50',
   await page.close();
 });
 
+test('generating is for operators: the offer asks for the admin token, or is not made', async () => {
+  // KBBvKN: Syzygy answers, no table gives DTM50 exactly. The server runs
+  // without a token on loopback (access "open"); the answer's `access` is
+  // rewritten here to what a guarded server tells a remote visitor, and the
+  // POST is answered as such a server answers a wrong token (the server side
+  // is tested with real processes in tests/operator_actions.rs).
+  const fen = '7n/8/8/8/8/3B4/3K4/k1B5 w - - 0 1';
+  for (const access of ['token', 'closed']) {
+    const page = await newPage();
+    const posted = [];
+    await page.route('**/api/v1/tables/generate?material=KBBvKN', async (route) => {
+      const request = route.request();
+      if (request.method() === 'GET') {
+        const response = await route.fetch();
+        const body = await response.json();
+        assert.equal(body.access, 'open', 'a loopback visitor of a server without a token');
+        await route.fulfill({ response, json: { ...body, access } });
+      } else {
+        posted.push(request.headers().authorization);
+        await route.fulfill({
+          status: 403,
+          json: { error: { code: 'forbidden', message: 'the admin token does not match' } },
+        });
+      }
+    });
+    const status = page.waitForResponse((r) => r.url().includes('/api/v1/tables/generate') && r.request().method() === 'GET');
+    await loadFen(page, fen);
+    await status;
+    if (access === 'closed') {
+      await page.waitForTimeout(300);
+      assert.equal(await page.isVisible('#gen-offer'), false, 'no offer where generating is closed');
+      assert.deepEqual(posted, []);
+    } else {
+      await page.waitForSelector('#gen-offer:not([hidden])');
+      assert.match(await page.textContent('#gen-offer'), /enter the admin token/);
+      assert.ok(await page.isVisible('#gen-token'));
+      await page.fill('#gen-token', 'not-the-token-0123456789');
+      await page.screenshot({ path: SHOTS + 'probe-generate-token.png' });
+      await page.click('#btn-generate');
+      await page.waitForSelector('#message:not([hidden])');
+      assert.match(await page.textContent('#message'), /could not be generated.*admin token does not match/);
+      assert.deepEqual(posted, ['Bearer not-the-token-0123456789']);
+      assert.equal(await page.isEnabled('#btn-generate'), true, 'the visitor may try again');
+    }
+    await page.close();
+  }
+});
+
 test('invalid FEN shows the server message', async () => {
   const page = await newPage();
   await loadFen(page, KBNK);
