@@ -236,6 +236,26 @@ mod tests {
         assert!(without.peak_memory_bytes < kqkr.peak_memory_bytes);
     }
 
+    /// The generations measured in docs/operations.md: peak anonymous
+    /// memory (KiB) and file size (bytes), format v3 with DTM50.
+    const MEASURED: [(&str, u64, u64); 5] = [
+        ("KRBvKQ", 7_379_180, 2_814_841_812),
+        ("KNNvKN", 5_925_008, 2_684_354_644),
+        ("KQRvKR", 7_214_696, 3_606_883_308),
+        ("KRPvKR", 7_556_988, 6_979_466_324),
+        ("KNNvKP", 9_209_996, 7_509_678_892),
+    ];
+
+    #[test]
+    fn estimates_are_within_15_percent_of_the_measurements() {
+        for (name, anon_kib, file_bytes) in MEASURED {
+            let e = estimate(&Material::parse(name).unwrap(), true);
+            let off = |estimate: u64, measured: u64| (estimate as f64 - measured as f64) / measured as f64;
+            let (memory, disk) = (off(e.peak_memory_bytes, anon_kib * 1024), off(e.disk_bytes, file_bytes));
+            assert!(memory.abs() <= 0.15 && disk.abs() <= 0.15, "{name}: memory {memory:+.3}, disk {disk:+.3}");
+        }
+    }
+
     #[test]
     fn a_cap_limits_the_room() {
         let room = available_memory(Some(100 * MIB), 30 * MIB).unwrap();
