@@ -436,6 +436,7 @@ test('DTM50 clock chart: the step chart equals the API, and a step probes that c
   assert.match(listed, /This position \(clock 0: mate in 70 for Black\)/);
   assert.match(listed, /From clock 11: mate in 72 for Black/);
   assert.match(listed, /From clock 19: draw/);
+  assert.match(await page.textContent('#verdict'), /Black forces mate in 70 \(DTM50\)\./, 'the winner named, the count unsigned');
   await page.locator('#clock-chart').screenshot({ path: SHOTS + 'clock-chart.png' });
   await page.screenshot({ path: SHOTS + 'probe-clock-chart-desktop.png', fullPage: true });
   // Clicking the step at clock 30 probes the position there: the 50-move

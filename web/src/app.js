@@ -589,8 +589,11 @@ function verdictSentence(a) {
   if (a.checkmate) return [`${us} is checkmated`, `${them} has won.`];
   if (a.stalemate) return ['Stalemate', 'The game is drawn.'];
   if (a.insufficient_material) return ['Draw', 'Neither side has enough material to mate.'];
-  const mate = a.dtm50 && a.dtm50.mate_in_moves !== null ? `mate in ${a.dtm50.mate_in_moves ?? mateMoves(a.dtm50.plies)} (DTM50)`
-    : a.dtm ? `mate in ${a.dtm.mate_in_moves ?? mateMoves(a.dtm.plies)} (DTM, ignoring the 50-move rule)` : '';
+  // mate_in_moves is signed (negative: the side to move is mated); the
+  // sentence names the winner, so it counts without the sign.
+  const moves = (d) => Math.abs(d.mate_in_moves ?? mateMoves(d.plies));
+  const mate = a.dtm50 && a.dtm50.mate_in_moves !== null ? `mate in ${moves(a.dtm50)} (DTM50)`
+    : a.dtm ? `mate in ${moves(a.dtm)} (DTM, ignoring the 50-move rule)` : '';
   switch (a.category) {
     case 'win': return [`${us} wins`, mate ? `${us} to move: ${mate}.` : `${us} to move can force mate within the 50-move rule.`];
     case 'cursed-win': return [`Cursed win for ${us}`, 'A win on the board, but the 50-move rule turns it into a draw.'];
