@@ -18,7 +18,10 @@
 #    150 short mates proven exactly (tests/dtm50.rs);
 #  - format v4 against the generator's arrays: DTZ50'', DTM and DTM50 at every
 #    clock 0-99 of every legal position of the 35 tables of 3-4 pieces
-#    (tests/builtin_format.rs).
+#    (tests/builtin_format.rs);
+#  - generation spread as the Kubernetes Jobs spread it: all 35 tables of 3-4
+#    pieces, 3 processes per dependency wave over one directory, byte for
+#    byte the files of one plain run (tests/cluster_generation.rs).
 # Each check prints what it compared; the script prints its time. Needs
 # ../shared (or TBSERVER_SHARED_DIR), like the tests.
 #
@@ -32,4 +35,5 @@ TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo tes
 cargo test --release --test chesstb_vs_builtin
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
 cargo test --release --test builtin_format
+cargo test --release --test cluster_generation -- sharded_waves_make_the_same_files_as_one_run
 echo "exhaustive tier: passed in $((SECONDS - start)) s"

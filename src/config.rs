@@ -56,7 +56,10 @@ pub struct Config {
 #[serde(default, deny_unknown_fields)]
 pub struct BuiltinConfig {
     /// `lazy`: generate a table on first use; `startup`: generate all tables
-    /// in the background at start-up; `off`: no built-in tables.
+    /// in the background at start-up; `off`: no built-in tables;
+    /// `readonly`: use the tables found in `dir` (made by `tbserver
+    /// generate`, e.g. a Kubernetes Job), never generate: a missing one is
+    /// reported as not generated and looked for again later.
     pub mode: BuiltinMode,
     /// Where generated tables are stored and memory-mapped from.
     pub dir: PathBuf,
@@ -101,6 +104,7 @@ pub enum BuiltinMode {
     Lazy,
     Startup,
     Off,
+    ReadOnly,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -243,7 +247,8 @@ impl Config {
 
     /// Applies `TBSERVER_LISTEN`, `TBSERVER_SYZYGY`, `TBSERVER_GAVIOTA` and
     /// `TBSERVER_CHESSTB`
-    /// (directory lists separated by `:`), and `TBSERVER_BUILTIN_DIR`.
+    /// (directory lists separated by `:`), `TBSERVER_BUILTIN_DIR` and
+    /// `TBSERVER_BUILTIN_MODE`.
     pub fn apply_env(&mut self, get: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
         if let Some(value) = get("TBSERVER_LISTEN") {
             self.listen = value.parse().map_err(|e: std::net::AddrParseError| ConfigError::Env {
@@ -269,6 +274,15 @@ impl Config {
         }
         if let Some(value) = get("TBSERVER_ADMIN_TOKEN") {
             self.admin_token = Some(value);
+        }
+        if let Some(value) = get("TBSERVER_BUILTIN_MODE") {
+            use serde::de::{IntoDeserializer, value::Error};
+            self.builtin.mode = BuiltinMode::deserialize(IntoDeserializer::<Error>::into_deserializer(value.as_str()))
+                .map_err(|_| ConfigError::Env {
+                    name: "TBSERVER_BUILTIN_MODE",
+                    value: value.clone(),
+                    reason: "expected lazy, startup, off or readonly".into(),
+                })?;
         }
         Ok(())
     }
@@ -355,5 +369,9 @@ mod tests {
         assert_eq!(config.syzygy, vec![PathBuf::from("/a"), PathBuf::from("/b")]);
         assert_eq!(config.listen.port(), 8080);
         assert!(config.apply_env(|n| (n == "TBSERVER_LISTEN").then(|| "nope".to_owned())).is_err());
+        config.apply_env(|n| (n == "TBSERVER_BUILTIN_MODE").then(|| "readonly".to_owned())).unwrap();
+        assert_eq!(config.builtin.mode, BuiltinMode::ReadOnly);
+        let err = config.apply_env(|n| (n == "TBSERVER_BUILTIN_MODE").then(|| "read-only".to_owned())).unwrap_err();
+        assert!(err.to_string().contains("lazy, startup, off or readonly"), "{err}");
     }
 }

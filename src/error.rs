@@ -25,6 +25,10 @@ pub enum ApiError {
     TooManyPieces { pieces: usize, max: usize, generate: Option<String> },
     #[error("no table covers {material}; missing: {missing}")]
     MissingTable { material: String, missing: String },
+    /// The position's material has tables, but none with exact DTM50 (the
+    /// clock chart needs it).
+    #[error("no DTM50 table covers {material}: exact DTM50 comes from built-in tables (up to 4 pieces; 5 once generated) and chesstb tables")]
+    NoDtm50Table { material: String },
     #[error("{0}")]
     Table(TableError),
     /// Only built-in tables could answer, and they are being generated.
@@ -103,6 +107,7 @@ impl ApiError {
             ApiError::CastlingRights => "castling_rights",
             ApiError::TooManyPieces { .. } => "too_many_pieces",
             ApiError::MissingTable { .. } => "missing_table",
+            ApiError::NoDtm50Table { .. } => "no_dtm50_table",
             ApiError::Table(_) => "table_error",
             ApiError::Generating(_) => "generating",
             ApiError::BuiltinOff => "builtin_off",
@@ -137,7 +142,7 @@ impl ApiError {
             | ApiError::InvalidFen(_)
             | ApiError::InvalidBody(_) => 400,
             ApiError::IllegalPosition(_) | ApiError::CastlingRights | ApiError::TooManyPieces { .. } => 422,
-            ApiError::MissingTable { .. } | ApiError::NotFound => 404,
+            ApiError::MissingTable { .. } | ApiError::NoDtm50Table { .. } | ApiError::NotFound => 404,
             ApiError::BatchTooLarge { .. } | ApiError::BodyTooLarge { .. } => 413,
             ApiError::QueryTooLong { .. } | ApiError::UriTooLong => 414,
             ApiError::HeadersTooLarge => 431,
@@ -173,7 +178,7 @@ impl ApiError {
     }
 
     /// One error of each kind (for documentation: the list of codes).
-    pub fn examples() -> [ApiError; 20] {
+    pub fn examples() -> [ApiError; 21] {
         let s = String::new;
         let room = || crate::builtin::budget::Room { bytes: 0, limited_by: s() };
         [
@@ -184,6 +189,7 @@ impl ApiError {
             ApiError::CastlingRights,
             ApiError::TooManyPieces { pieces: 0, max: 0, generate: None },
             ApiError::MissingTable { material: s(), missing: s() },
+            ApiError::NoDtm50Table { material: s() },
             ApiError::Table(TableError { table: s(), reason: s() }),
             ApiError::Generating(Box::new(Progress::ready(s()))),
             ApiError::BatchTooLarge { size: 0, max: 0 },

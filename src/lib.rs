@@ -11,6 +11,7 @@ pub mod app;
 pub mod board_svg;
 pub mod builtin;
 pub mod chesstb;
+pub mod clock_chart;
 pub mod config;
 pub mod domain;
 pub mod error;

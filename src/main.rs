@@ -32,13 +32,42 @@ enum Command {
     },
     /// Generate the built-in tables (retrograde analysis) into a directory,
     /// where `serve` memory-maps them (`builtin.dir`).
+    ///
+    /// To spread the work over processes (a Kubernetes Indexed Job, see
+    /// docs/cluster-generation.md): --waves prints the selection's
+    /// dependency waves; --wave and --shard make one process generate only
+    /// its part, using what earlier waves and other shards left in the
+    /// directory, which must be there.
     Generate {
         /// Tables to generate, e.g. `KRBvKQ` (with every table they convert
-        /// into); without any, every table of up to --pieces pieces.
+        /// into); without any (and no --list), every table of up to --pieces
+        /// pieces.
         #[arg(value_name = "TABLE")]
         tables: Vec<String>,
+        /// Also the tables named in FILE, one per line (blank lines and `#`
+        /// comments skipped).
+        #[arg(long, value_name = "FILE")]
+        list: Option<PathBuf>,
+        /// Print the selection's dependency waves and exit. Wave 0 holds the
+        /// tables that need no other table of the selection; each later wave
+        /// needs only earlier ones (pawn tables come after the tables their
+        /// promotions reach). Tables outside the selection that it needs are
+        /// listed last: they must be made first.
+        #[arg(long, conflicts_with_all = ["wave", "shard"])]
+        waves: bool,
+        /// Generate only wave W of the selection (as named: the tables it
+        /// converts into are not added, and must be in the directory).
+        #[arg(long, value_name = "W")]
+        wave: Option<usize>,
+        /// Generate only every Nth table of the selection (of wave W with
+        /// --wave), starting at the Ith (0 <= I < N), e.g. a Kubernetes
+        /// Indexed Job's $(JOB_COMPLETION_INDEX)/completions. Fails if a
+        /// table it needs from another shard or an earlier wave is missing.
+        #[arg(long, value_name = "I/N")]
+        shard: Option<tbserver::builtin::Shard>,
         /// Largest number of pieces, kings included (3 to 5; all 110 tables
-        /// of 5 pieces take hours and about 170 GB).
+        /// of 5 pieces take hours and, by the file format, at least 458 GB
+        /// with DTM50, 229 GB without: 8 and 4 bytes per index position).
         #[arg(long, default_value_t = 4)]
         pieces: usize,
         /// Output directory [default: the configured builtin.dir, `tbcache`].
@@ -161,7 +190,9 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
-        Some(Command::Generate { tables, pieces, out, without_dtm50 }) => generate(&tables, pieces, out, without_dtm50),
+        Some(Command::Generate { tables, list, pieces, waves, wave, shard, out, without_dtm50 }) => {
+            generate(tables, list, pieces, Split { waves, wave, shard }, out, without_dtm50)
+        }
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
         Some(Command::Healthcheck { addr }) => healthcheck(addr),
@@ -220,27 +251,67 @@ fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, 
     Ok(())
 }
 
-fn generate(tables: &[String], pieces: usize, out: Option<PathBuf>, without_dtm50: bool) -> Result<(), String> {
-    use tbserver::builtin::{Material, material};
+/// How `tbserver generate` spreads its work: print the waves, or make one part.
+struct Split {
+    waves: bool,
+    wave: Option<usize>,
+    shard: Option<tbserver::builtin::Shard>,
+}
+
+fn generate(
+    mut tables: Vec<String>,
+    list: Option<PathBuf>,
+    pieces: usize,
+    split: Split,
+    out: Option<PathBuf>,
+    without_dtm50: bool,
+) -> Result<(), String> {
+    use tbserver::builtin::{self, Material, material};
+    if !(3..=material::MAX_PIECES).contains(&pieces) {
+        return Err(format!("--pieces {pieces}: built-in tables have 3 to {} pieces", material::MAX_PIECES));
+    }
+    let not_a_table = |name: &str| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES);
+    let mut targets = Vec::new();
+    if let Some(list) = &list {
+        let text = std::fs::read_to_string(list).map_err(|e| format!("--list {}: {e}", list.display()))?;
+        let names: Vec<(usize, &str)> = text
+            .lines()
+            .enumerate()
+            .map(|(i, line)| (i + 1, line.split('#').next().unwrap_or("").trim()))
+            .filter(|(_, name)| !name.is_empty())
+            .collect();
+        if names.is_empty() {
+            return Err(format!("--list {}: no table names in it", list.display()));
+        }
+        for (line, name) in names {
+            let m = Material::parse_table(name).ok_or_else(|| format!("--list {} line {line}: {}", list.display(), not_a_table(name)))?;
+            targets.push(m);
+        }
+    }
+    for name in tables.drain(..) {
+        targets.push(Material::parse_table(&name).ok_or_else(|| not_a_table(&name))?);
+    }
+    if targets.is_empty() {
+        targets = material::all_materials(pieces);
+    }
+    if split.waves {
+        return builtin::print_waves(&targets, &mut std::io::stdout().lock()).map_err(|e| e.to_string());
+    }
     let config = load_config(&TableArgs::default())?;
     init_logging(LogFormat::Human);
     let out = out.unwrap_or(config.builtin.dir);
     let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
-    if !(3..=material::MAX_PIECES).contains(&pieces) {
-        return Err(format!("--pieces {pieces}: built-in tables have 3 to {} pieces", material::MAX_PIECES));
-    }
-    let targets = if tables.is_empty() {
-        material::all_materials(pieces)
+    let summary = if split.wave.is_some() || split.shard.is_some() {
+        let part = builtin::part_of(&targets, split.wave, split.shard).map_err(|e| e.to_string())?;
+        if part.is_empty() {
+            println!("nothing to generate: this shard's part of the selection is empty");
+            return Ok(());
+        }
+        builtin::run_generate_part(&part, &out, with_dtm50)
     } else {
-        tables
-            .iter()
-            .map(|name| {
-                Material::parse_table(name)
-                    .ok_or_else(|| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES))
-            })
-            .collect::<Result<Vec<_>, _>>()?
+        builtin::run_generate(&targets, &out, with_dtm50)
     };
-    tbserver::builtin::run_generate(&targets, &out, with_dtm50).map(drop).map_err(|e| e.to_string())
+    summary.map(drop).map_err(|e| e.to_string())
 }
 
 fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {

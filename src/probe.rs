@@ -336,7 +336,7 @@ pub fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError
 
 /// Why a source gave no value, as the API's error: a broken table, or the
 /// progress of the built-in tables being generated.
-fn api_error(tb: &Tablebases, err: Unanswered) -> ApiError {
+pub(crate) fn api_error(tb: &Tablebases, err: Unanswered) -> ApiError {
     match err {
         Unanswered::Broken(err) => ApiError::Table(err),
         Unanswered::Generating { material } => {

@@ -150,6 +150,22 @@ impl Tablebases {
         self.first(ProbeMetric::Dtm50, pos, |s| s.probe_dtm50_plies(pos))
     }
 
+    /// The statistics of the table of `material` (canonical), from the first
+    /// source that keeps them.
+    pub fn table_stats(&self, material: &crate::builtin::Material) -> ProbeResult<Sourced<Arc<crate::builtin::stats::TableStats>>> {
+        let mut error = None;
+        for source in &self.sources {
+            match source.table_stats(material) {
+                Ok(Some(stats)) => return Ok(Some(Sourced::new(stats, source.source()))),
+                Ok(None) => {}
+                Err(err) => {
+                    error.get_or_insert(err);
+                }
+            }
+        }
+        error.map_or(Ok(None), Err)
+    }
+
     /// `shakmaty_syzygy`'s best move and the DTZ after it, from the first
     /// source that implements it and covers the position and every move.
     /// The move is the library's (chosen on the values as stored); the DTZ

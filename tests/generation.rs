@@ -201,10 +201,14 @@ fn start_binary(builtin_dir: &Path) -> Server {
     Server { child, base, log }
 }
 
-/// Built-in table files in `dir`, and anything else left there.
+/// Built-in table files in `dir`, and anything else left there (each
+/// table's statistics, `<material>.stats.json`, go with it).
 fn files(dir: &Path) -> (Vec<String>, Vec<String>) {
     let names = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap());
-    names.partition(|n| n.ends_with(".tbsb") && !n.contains(".tmp"))
+    let (tables, other): (Vec<String>, Vec<String>) = names.partition(|n| n.ends_with(".tbsb") && !n.contains(".tmp"));
+    let with_table = |n: &String| n.strip_suffix(".stats.json").is_some_and(|m| tables.contains(&format!("{m}.tbsb")));
+    let other = other.into_iter().filter(|n| !with_table(n)).collect();
+    (tables, other)
 }
 
 /// Tables the server logged as generated; fails if one was generated twice.

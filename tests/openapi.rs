@@ -75,7 +75,7 @@ fn every_route_is_in_the_openapi_document() {
         }
     }
     report!("openapi: {} operations on {} paths, each routed and its example status documented", operations.len(), paths.len());
-    assert_eq!(operations.len(), 18);
+    assert_eq!(operations.len(), 23);
 }
 
 #[test]

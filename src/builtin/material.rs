@@ -184,6 +184,37 @@ pub fn all_materials(max_pieces: usize) -> Vec<Material> {
     out
 }
 
+/// `selection` (canonical tables) in dependency waves, for spreading the
+/// work over processes: a table's wave is one more than the latest wave of
+/// the tables of `selection` it converts into, 0 when it converts into none
+/// of them (what it needs then lies outside the selection and must exist
+/// first). Tables of one wave never need each other, so a wave can run all
+/// at once once the earlier ones are done; pawn tables come after the
+/// tables their promotions reach. Duplicates are dropped; each wave keeps
+/// the selection's order, in generation order.
+pub fn waves(selection: &[Material]) -> Vec<Vec<Material>> {
+    let mut ordered: Vec<&Material> = Vec::new();
+    for m in selection {
+        if !ordered.contains(&m) {
+            ordered.push(m);
+        }
+    }
+    // Captures lower the piece count and promotions the pawn count: in this
+    // order a table comes after every table it needs.
+    ordered.sort_by_key(|m| (m.pieces(), m.pawns()));
+    let mut wave_of = vec![None::<usize>; NUMBER_OF_IDS];
+    let mut waves: Vec<Vec<Material>> = Vec::new();
+    for m in ordered {
+        let wave = m.dependencies().iter().filter_map(|d| wave_of[d.id()]).max().map_or(0, |w| w + 1);
+        wave_of[m.id()] = Some(wave);
+        if waves.len() <= wave {
+            waves.resize_with(wave + 1, Vec::new);
+        }
+        waves[wave].push(m.clone());
+    }
+    waves
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,6 +235,35 @@ mod tests {
         assert!(!all.iter().any(|m| m.name() == "KRvKQ"));
         assert_eq!(Material::parse("KRvKQ").unwrap().canonical().name(), "KQvKR");
         assert_eq!(Material::parse("KBNvK").unwrap().name(), "KBNvK");
+    }
+
+    #[test]
+    fn waves_need_only_earlier_waves() {
+        let names = |w: &[Material]| w.iter().map(Material::name).collect::<Vec<_>>();
+        let three = waves(&all_materials(3));
+        assert_eq!(three.iter().map(|w| names(w)).collect::<Vec<_>>(), [vec!["KQvK", "KRvK", "KBvK", "KNvK"], vec!["KPvK"]]);
+        // The 5-piece tables alone: those of 4 and 3 pieces lie outside, so
+        // the pawnless ones need nothing of the selection.
+        let five: Vec<Material> = all_materials(5).into_iter().filter(|m| m.pieces() == 5).collect();
+        let five_waves = waves(&five);
+        assert_eq!(five_waves.iter().map(Vec::len).sum::<usize>(), 110);
+        assert!(five_waves[0].iter().all(|m| !m.has_pawns()) && five_waves[0].iter().any(|m| m.name() == "KRBvKQ"));
+        assert!(five_waves[1].iter().any(|m| m.name() == "KRPvKR"));
+        for (i, wave) in five_waves.iter().enumerate() {
+            for m in wave {
+                let needed: Vec<usize> = m
+                    .dependencies()
+                    .iter()
+                    .filter_map(|d| five_waves.iter().position(|w| w.contains(d)))
+                    .collect();
+                // Everything it needs is in an earlier wave, and something in the one before.
+                assert!(needed.iter().all(|&w| w < i), "{} in wave {i} needs {needed:?}", m.name());
+                assert!(i == 0 || needed.contains(&(i - 1)), "{} could be in an earlier wave than {i}", m.name());
+            }
+        }
+        // Duplicates collapse.
+        let krk = Material::parse("KRvK").unwrap();
+        assert_eq!(waves(&[krk.clone(), krk.clone()]), vec![vec![krk]]);
     }
 
     #[test]

@@ -11,7 +11,8 @@
 //! - [`cache`]: decoded blocks, shared by a store's tables;
 //! - [`store`]: opening (mmap) or generating tables on demand;
 //! - [`budget`]: what generating a table costs, and whether it fits;
-//! - [`schedule`]: which table is generated next, and how far along they are.
+//! - [`schedule`]: which table is generated next, and how far along they are;
+//! - [`stats`]: positions by category, histograms and longest values of a table.
 
 pub mod budget;
 pub mod cache;
@@ -24,12 +25,13 @@ pub mod memory;
 pub mod moves;
 mod radix;
 pub mod schedule;
+pub mod stats;
 pub mod store;
 pub mod value;
 
 use std::{path::Path, time::Instant};
 
-pub use material::{Material, all_materials};
+pub use material::{Material, all_materials, waves};
 pub use store::{Store, StoreCounters, Table, Unavailable, Waiting};
 
 #[derive(Debug, thiserror::Error)]
@@ -85,6 +87,64 @@ pub fn generate_in(store: &Store, materials: &[Material], progress: &(dyn Fn(&Ta
     Ok(summary)
 }
 
+/// One of `count` processes sharing a selection of tables (`--shard I/N`):
+/// it takes the tables at positions `index`, `index + count`, ... A
+/// Kubernetes Indexed Job gives each pod its index (0 to completions - 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    pub index: usize,
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Shard, String> {
+        let parsed = s.split_once('/').and_then(|(i, n)| Some((i.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if index < count => Ok(Shard { index, count }),
+            Some((index, count)) => Err(format!("{s:?}: the index must be below the count (0 <= {index} < {count})")),
+            None => Err(format!("{s:?} is not I/N, e.g. 0/4 for the first of 4 processes")),
+        }
+    }
+}
+
+/// The tables one process makes when generation is spread out: `selection`
+/// (as named, without what it converts into) in [`waves`], only wave `wave`
+/// if given, and of that only `shard`'s part. Deterministic: every process
+/// given the same selection computes the same split.
+pub fn part_of(selection: &[Material], wave: Option<usize>, shard: Option<Shard>) -> Result<Vec<Material>, BuiltinError> {
+    let waves = waves(selection);
+    let tables: Vec<Material> = match wave {
+        Some(w) if w >= waves.len() => {
+            return Err(BuiltinError(format!("--wave {w}: the selection has {} waves (0 to {})", waves.len(), waves.len() - 1)));
+        }
+        Some(w) => waves[w].clone(),
+        None => waves.concat(),
+    };
+    Ok(match shard {
+        Some(Shard { index, count }) => tables.into_iter().skip(index).step_by(count).collect(),
+        None => tables,
+    })
+}
+
+/// `tbserver generate --waves`: one line per wave, `wave W (K tables, P
+/// index positions): names`, then what the selection needs from outside it.
+pub fn print_waves(selection: &[Material], out: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let waves = waves(selection);
+    for (w, tables) in waves.iter().enumerate() {
+        let positions: u64 = tables.iter().map(|m| index::Layout::new(m).size as u64).sum();
+        let names: Vec<String> = tables.iter().map(Material::name).collect();
+        writeln!(out, "wave {w} ({} tables, {positions} index positions): {}", tables.len(), names.join(" "))?;
+    }
+    let all = waves.concat();
+    let outside: Vec<String> = with_dependencies(&all).iter().filter(|m| !all.contains(m)).map(Material::name).collect();
+    if !outside.is_empty() {
+        writeln!(out, "needed first, outside the selection ({} tables): {}", outside.len(), outside.join(" "))?;
+    }
+    Ok(())
+}
+
 /// Index positions generated per second on 2 cores with DTM50, for the plan
 /// `tbserver generate` prints (KRBvKQ: 335 million in about 2 minutes).
 const ROUGH_POSITIONS_PER_S: f64 = 3.0e6;
@@ -92,9 +152,44 @@ const ROUGH_POSITIONS_PER_S: f64 = 3.0e6;
 /// `tbserver generate`: generates `targets` and what they depend on into
 /// `out`, with a progress bar; says first what it is about to do.
 pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
-    let all = with_dependencies(targets);
+    run_store(&generating_store(out, with_dtm50), &with_dependencies(targets), out)
+}
+
+/// `tbserver generate --wave/--shard`: generates `part` (see [`part_of`])
+/// and nothing else. Every table it converts into outside `part` must be in
+/// `out` already, made by an earlier wave or another shard; one missing or
+/// unusable fails the run before any work, naming it: this process never
+/// makes another's tables (several processes writing one file would each
+/// pay its minutes and gigabytes).
+pub fn run_generate_part(part: &[Material], out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
+    let store = generating_store(out, with_dtm50);
+    let needed: Vec<Material> = with_dependencies(part).into_iter().filter(|m| !part.contains(m)).collect();
+    let unusable: Vec<String> =
+        needed.iter().filter_map(|m| store.open_existing(m).err().map(|e| format!("{} ({e})", m.name()))).collect();
+    if !unusable.is_empty() {
+        return Err(BuiltinError(format!(
+            "{} of the {} tables this part needs from earlier waves or other shards are not usable in {} \
+             (run those first; this part makes only its own): {}",
+            unusable.len(),
+            needed.len(),
+            out.display(),
+            unusable.join(", ")
+        )));
+    }
+    if !needed.is_empty() {
+        println!("{} tables needed from earlier waves or other shards: found in {}", needed.len(), out.display());
+    }
+    run_store(&store, part, out)
+}
+
+fn generating_store(out: &Path, with_dtm50: bool) -> Store {
     let store = Store::new(out, true).with_lazy_max_pieces(material::MAX_PIECES);
-    let store = if with_dtm50 { store } else { store.without_dtm50() };
+    if with_dtm50 { store } else { store.without_dtm50() }
+}
+
+/// Opens or generates `all` (in generation order, each after what it needs)
+/// in `store`, writing into `out`, with a plan first and a progress bar.
+fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, BuiltinError> {
     let missing: Vec<&Material> = all.iter().filter(|m| !store.path_of(m).exists()).collect();
     let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
     let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
@@ -116,7 +211,7 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
     // The store serves a table it could not write from memory; this
     // command exists to write them, so that is a failure here.
     let unwritten = std::sync::Mutex::new(Vec::new());
-    let summary = generate_in(&store, &all, &|t: &Table| {
+    let summary = generate_in(store, all, &|t: &Table| {
         bar.set_message(t.material.name());
         bar.inc(1);
         if t.path.is_none() {
@@ -153,6 +248,41 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shards_split_a_wave_deterministically() {
+        assert_eq!("3/8".parse(), Ok(Shard { index: 3, count: 8 }));
+        assert!("8/8".parse::<Shard>().unwrap_err().contains("below the count"));
+        assert!("3".parse::<Shard>().unwrap_err().contains("not I/N"));
+        assert!("-1/4".parse::<Shard>().is_err() && "1/0".parse::<Shard>().is_err());
+        let three = all_materials(3);
+        let names = |ms: Vec<Material>| ms.iter().map(Material::name).collect::<Vec<_>>();
+        let shard = |i, n| Some(Shard { index: i, count: n });
+        assert_eq!(names(part_of(&three, Some(0), shard(0, 3)).unwrap()), ["KQvK", "KNvK"]);
+        assert_eq!(names(part_of(&three, Some(0), shard(2, 3)).unwrap()), ["KBvK"]);
+        assert_eq!(names(part_of(&three, Some(1), None).unwrap()), ["KPvK"]);
+        // More shards than tables: the rest have nothing to do.
+        assert!(part_of(&three, Some(1), shard(1, 2)).unwrap().is_empty());
+        assert_eq!(part_of(&three, None, None).unwrap().len(), 5);
+        assert_eq!(part_of(&three, Some(2), None).unwrap_err().0, "--wave 2: the selection has 2 waves (0 to 1)");
+    }
+
+    /// A part whose earlier waves are missing fails before any work and
+    /// makes nothing.
+    #[test]
+    fn a_part_never_makes_tables_of_earlier_waves() {
+        let dir = std::env::temp_dir().join(format!("tbserver-part-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let kpk = Material::parse("KPvK").unwrap();
+        let err = run_generate_part(std::slice::from_ref(&kpk), &dir, false).unwrap_err();
+        assert!(err.0.starts_with("4 of the 4 tables") && err.0.contains("KQvK (not found)"), "{}", err.0);
+        assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
+        let wave0 = part_of(&all_materials(3), Some(0), None).unwrap();
+        assert_eq!(run_generate_part(&wave0, &dir, false).unwrap().generated, 4);
+        let kpk_part = run_generate_part(std::slice::from_ref(&kpk), &dir, false).unwrap();
+        assert_eq!((kpk_part.tables, kpk_part.generated), (1, 1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     /// `tbserver generate` fails when it cannot write a table (the store
     /// would serve it from memory), and names it.

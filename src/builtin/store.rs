@@ -153,10 +153,57 @@ impl Table {
         self.blocks.entries.len()
     }
 
+    /// The CRC-32 the header records: of the header and the block index,
+    /// which holds each block's own CRC-32, so it names the whole content.
+    pub fn crc32(&self) -> u32 {
+        u32::from_le_bytes(self.bytes()[44..48].try_into().unwrap())
+    }
+
     /// Decodes every block (bypassing the cache): what is wrong with each
     /// damaged one, naming it.
     pub fn damaged_blocks(&self) -> Vec<String> {
         format::damaged_blocks(self.bytes(), &self.blocks)
+    }
+}
+
+impl super::stats::Scan for Table {
+    fn material(&self) -> &Material {
+        &self.material
+    }
+    fn layout(&self) -> &Layout {
+        &self.layout
+    }
+    fn dtz(&self, idx: u32) -> u16 {
+        Table::dtz(self, idx)
+    }
+    fn dtm(&self, idx: u32) -> u16 {
+        Table::dtm(self, idx)
+    }
+    fn at_clock(&self, idx: u32, clock: u32) -> u16 {
+        Table::at_clock(self, idx, clock)
+    }
+    fn values(&self, idx: u32) -> [u16; 3] {
+        let v = Table::values(self, idx);
+        [v.dtz, v.dtm, v.dtm50]
+    }
+    fn has_dtm50(&self) -> bool {
+        Table::has_dtm50(self)
+    }
+    fn legal_positions(&self) -> u64 {
+        self.legal_positions
+    }
+    fn crc32(&self) -> u32 {
+        Table::crc32(self)
+    }
+    fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+    fn scanned(&self) {
+        if let Data::Mapped(map) = &self.data {
+            // SAFETY: a read-only mapping of a file: dropped pages are read
+            // again from the file when next touched.
+            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+        }
     }
 }
 
@@ -252,7 +299,9 @@ struct Inner {
 
 impl Store {
     /// `generate_missing`: generate tables that are not in `dir` (and write
-    /// them there); otherwise such tables are reported as missing. Lookups
+    /// them there); otherwise such tables are reported as missing
+    /// ([`Unavailable::NotGenerated`], looked for again on the next lookup)
+    /// and nothing is generated, even when asked for. Lookups
     /// wait for tables being generated; see [`Store::never_wait`].
     pub fn new(dir: impl Into<PathBuf>, generate_missing: bool) -> Store {
         let store = Store {
@@ -363,9 +412,13 @@ impl Store {
 
     /// Asks for these tables (and what they depend on) to be generated in
     /// the background, behind the tables requests need. Tables that failed
-    /// are tried again.
+    /// are tried again. A store that does not generate (a read-only
+    /// directory) ignores this.
     pub fn request_all(&self, materials: &[Material]) {
         let inner = &self.inner;
+        if !inner.generate_missing {
+            return;
+        }
         if materials.iter().any(|m| m.pieces() > inner.lazy_max_pieces) {
             inner.beyond_lazy.store(true, Ordering::SeqCst);
         }
@@ -387,6 +440,10 @@ impl Store {
     /// already pending is accepted.
     pub fn request(&self, target: &Material, max_requested: usize) -> Result<(), Refusal> {
         let inner = &self.inner;
+        if !inner.generate_missing {
+            // Read-only: nothing is generated, so nothing is pending.
+            return Ok(());
+        }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
             plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
@@ -405,6 +462,20 @@ impl Store {
             }
         }
         self.request_all(&plan);
+        Ok(())
+    }
+
+    /// Opens `material` from its file and settles it, never generating it:
+    /// for a process that may only use tables others made (one part of a
+    /// generation spread over processes). Fails if the file is missing or
+    /// unusable.
+    pub fn open_existing(&self, material: &Material) -> Result<(), String> {
+        let inner = &self.inner;
+        if inner.ready(material).is_some() {
+            return Ok(());
+        }
+        let table = inner.open(material, &Layout::new(material))?.ok_or_else(|| "not found".to_string())?;
+        inner.settle(&mut inner.lock(), material, Ok(Arc::new(table)));
         Ok(())
     }
 
@@ -545,7 +616,9 @@ impl Inner {
             let opened = match self.open(m, &Layout::new(m)) {
                 Ok(Some(t)) => Some(Ok(Arc::new(t))),
                 Ok(None) if self.generate_missing => None,
-                Ok(None) => Some(Err(Unavailable::Failed(format!("built-in table {} not generated", m.name())))),
+                // Not settled: a file that appears later (written by another
+                // process into a shared directory) is found then.
+                Ok(None) => return Some(Err(Unavailable::NotGenerated(m.name()))),
                 Err(e) if self.generate_missing => {
                     tracing::warn!(table = %m.name(), "unusable built-in table, regenerating: {e}");
                     None
@@ -785,6 +858,11 @@ impl Inner {
             Ok(mut t) => {
                 t.generated_secs = Some(secs);
                 t.phase_secs = Some(phase_secs);
+                // Computed now, so that serving them never reads the table
+                // whole (at shutdown left for the first request to compute).
+                if !self.cancelled.load(Ordering::SeqCst) {
+                    super::stats::compute_and_store(&t);
+                }
                 t
             }
             Err(e) => {
@@ -1064,6 +1142,27 @@ mod tests {
         let _ = fs::remove_dir_all(&base);
     }
 
+    /// A store that does not generate (replicas on a read-only volume that a
+    /// separate job fills) never generates, even when asked, and finds a
+    /// table that another process writes later.
+    #[test]
+    fn a_store_that_does_not_generate_reports_missing_tables_and_finds_them_later() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-readonly-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let krk = Material::parse("KRvK").unwrap();
+        let reader = Store::new(&dir, false).never_wait();
+        assert_eq!(reader.table(&krk).err(), Some(Unavailable::NotGenerated("KRvK".into()).to_string()));
+        reader.request_all(&[krk.clone()]);
+        assert_eq!(reader.open_existing(&krk), Err("not found".to_string()));
+        assert_eq!(reader.generations(), 0);
+        assert!(!reader.path_of(&krk).exists());
+        let written = Store::new(&dir, true).table(&krk).unwrap();
+        let found = reader.table(&krk).unwrap();
+        assert!(found.generated_secs.is_none() && found.path == written.path);
+        assert_eq!(reader.generations(), 0);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn corrupt_file_is_regenerated_and_good_file_is_mapped() {
         let dir = std::env::temp_dir().join(format!("tbserver-store-test-{}", std::process::id()));
@@ -1161,6 +1260,9 @@ mod tests {
             for entry in fs::read_dir(&dir).unwrap() {
                 let name = entry.unwrap().file_name().into_string().unwrap();
                 assert!(!name.contains(".tmp"), "left behind: {name}");
+                if name.ends_with(".stats.json") {
+                    continue; // the table's statistics, beside it
+                }
                 let material = Material::parse(name.trim_end_matches(&format!(".{}", format::EXTENSION))).unwrap();
                 reader.table(&material).unwrap_or_else(|e| panic!("{name}: {e}"));
                 files += 1;

@@ -263,7 +263,7 @@ const HEAD: &str = r#"<!doctype html>
 <link rel="stylesheet" href="/static/site.css">
 </head>
 <body>
-<header class="site"><a class="brand" href="/">tbserver</a><nav><a href="/">Probe</a><a href="/metrics" aria-current="page">What the numbers mean</a></nav></header>
+<header class="site"><a class="brand" href="/">tbserver</a><nav><a href="/">Probe</a><a href="/tables">Tables</a><a href="/metrics" aria-current="page">What the numbers mean</a></nav></header>
 "#;
 
 const FOOT: &str = r#"<footer class="site">tbserver is free software under the GNU GPL, version 3 or later. Piece images: cburnett set, see <a href="/static/LICENSES.md">licences</a>.</footer>

@@ -4,6 +4,7 @@
 mod admin;
 pub mod analyse;
 mod api;
+mod charts;
 mod encoding;
 mod hot;
 mod lichess;
@@ -12,6 +13,7 @@ mod metrics_page;
 pub mod openapi;
 pub mod pages;
 mod serve;
+mod stats_page;
 
 use std::{
     sync::{
@@ -82,6 +84,8 @@ enum Endpoint {
     Mainline(crate::probe::MoveOrder),
     Standard,
     StandardMainline,
+    Dtm50ByClock,
+    Stats,
 }
 
 pub type AppState = Arc<Shared>;
@@ -272,6 +276,11 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
         .routes(routes!(api::probe_get, api::probe_batch))
         .routes(routes!(api::mainline))
         .routes(routes!(api::tables))
+        .routes(routes!(charts::dtm50_by_clock))
+        .routes(routes!(charts::dtm50_chart_svg))
+        .routes(routes!(charts::table_stats))
+        .routes(routes!(charts::tables_page))
+        .routes(routes!(charts::table_page))
         .routes(routes!(api::generate_post, api::generate_get))
         .routes(routes!(analyse::analyse))
         .routes(routes!(analyse::analyse_stream))

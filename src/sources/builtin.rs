@@ -11,6 +11,7 @@ use crate::{
         self, Store, Unavailable, Waiting,
         budget::{Caps, Refusal},
         schedule::{GenerationState, Progress},
+        stats::TableStats,
         value,
     },
     config::{BuiltinConfig, BuiltinMode},
@@ -21,6 +22,8 @@ pub struct BuiltinSource {
     store: Option<Arc<Store>>,
     /// Tables asked for by name that may be pending at once.
     max_queued_tables: usize,
+    /// Statistics read or computed so far, by table name.
+    stats: std::sync::Mutex<std::collections::HashMap<String, Arc<TableStats>>>,
 }
 
 impl From<Unavailable> for Unanswered {
@@ -44,16 +47,35 @@ fn covered<T>(r: Result<Option<T>, Unavailable>) -> ProbeResult<T> {
     }
 }
 
+/// Read-only tables are made elsewhere (`tbserver generate`): say at start
+/// which of those probes may need are not there yet.
+fn report_missing(store: &Store, pieces: usize) {
+    let all = builtin::all_materials(pieces);
+    let missing: Vec<String> = all.iter().filter(|m| !store.path_of(m).exists()).map(|m| m.name()).collect();
+    if missing.is_empty() {
+        tracing::info!(dir = %store.dir().display(), tables = all.len(), "read-only built-in tables: all present");
+    } else {
+        tracing::warn!(
+            dir = %store.dir().display(),
+            missing = missing.len(),
+            of = all.len(),
+            "read-only built-in tables: not generated here, other sources answer until they appear: {}",
+            missing.join(" ")
+        );
+    }
+}
+
 impl BuiltinSource {
     /// `waiting`: whether a probe waits for a table being generated
     /// ([`Waiting::Block`]: tools) or answers without it ([`Waiting::Never`]:
     /// the server).
     pub fn new(config: &BuiltinConfig, waiting: Waiting) -> BuiltinSource {
         if config.mode == BuiltinMode::Off {
-            return BuiltinSource { store: None, max_queued_tables: 0 };
+            return BuiltinSource { store: None, max_queued_tables: 0, stats: Default::default() };
         }
         let lazy = config.lazy_max_pieces.clamp(builtin::material::DEFAULT_PIECES, builtin::material::MAX_PIECES);
-        let store = Store::new(&config.dir, true)
+        let read_only = config.mode == BuiltinMode::ReadOnly;
+        let store = Store::new(&config.dir, !read_only)
             .with_lazy_max_pieces(lazy)
             .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20)
             .with_cache_mib(config.cache_mib);
@@ -77,7 +99,10 @@ impl BuiltinSource {
                 })
                 .expect("spawn thread");
         }
-        BuiltinSource { store: Some(store), max_queued_tables: config.max_queued_tables }
+        if read_only {
+            report_missing(&store, lazy);
+        }
+        BuiltinSource { store: Some(store), max_queued_tables: config.max_queued_tables, stats: Default::default() }
     }
 
     /// The underlying store, e.g. for tests and tools.
@@ -134,6 +159,7 @@ impl TableSource for BuiltinSource {
                     bytes: t.file_size(),
                     path: t.path.as_ref().map(|p| p.display().to_string()),
                     problems: Vec::new(),
+                    stats: Some(super::StatsLinks::of(&t.material.name())),
                 }
             })
             .collect();
@@ -150,10 +176,34 @@ impl TableSource for BuiltinSource {
                 bytes: 0,
                 path: None,
                 problems: vec![why.to_string()],
+                stats: None,
             }
         }));
         out.sort_by(|a, b| (a.pieces, &a.name).cmp(&(b.pieces, &b.name)));
         out
+    }
+
+    /// From the sidecar file written when the table was generated; for a
+    /// table on disk without one, computed once (a scan of the table) and
+    /// stored. A table not generated yet has none: asking for statistics
+    /// never starts a generation.
+    fn table_stats(&self, material: &builtin::Material) -> ProbeResult<Arc<TableStats>> {
+        let Some(store) = &self.store else { return Ok(None) };
+        let name = material.name();
+        if let Some(stats) = self.stats.lock().unwrap_or_else(|e| e.into_inner()).get(&name) {
+            return Ok(Some(Arc::clone(stats)));
+        }
+        let table = match store.loaded().into_iter().find(|t| &t.material == material) {
+            Some(table) => table,
+            None if store.path_of(material).exists() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
+            None if store.generation_state(material).0 == GenerationState::Pending => {
+                return Err(Unanswered::Generating { material: name });
+            }
+            None => return Ok(None),
+        };
+        let stats = Arc::new(builtin::stats::load_or_compute(table.as_ref()));
+        self.stats.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Arc::clone(&stats));
+        Ok(Some(stats))
     }
 
     fn progress(&self, material: &str) -> Option<Progress> {

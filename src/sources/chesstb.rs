@@ -153,6 +153,7 @@ impl TableSource for ChesstbSource {
                     bytes: f.bytes,
                     path: Some(f.path.display().to_string()),
                     problems: self.tb.check(&f.material, f.kind, false).err().into_iter().collect(),
+                    stats: None,
                 }
             })
             .collect()

@@ -87,6 +87,7 @@ impl GaviotaSource {
                     bytes,
                     path: Some(path.display().to_string()),
                     problems,
+                    stats: None,
                 });
             }
             if found > 0 {

@@ -9,13 +9,19 @@ pub mod chesstb;
 pub mod gaviota;
 pub mod syzygy;
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use serde::Serialize;
 use shakmaty::{Chess, Move};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use crate::domain::{Dtc, Source};
+use crate::{
+    builtin::stats::TableStats,
+    domain::{Dtc, Source},
+};
 
 /// A table that exists but could not be read: broken, truncated, unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, utoipa::ToSchema)]
@@ -66,6 +72,25 @@ pub struct TableInfo {
     pub path: Option<String>,
     /// Problems found while opening or checking the table; empty when healthy.
     pub problems: Vec<String>,
+    /// Where the table's statistics are (built-in tables).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stats: Option<StatsLinks>,
+}
+
+/// Where a table's statistics are served.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"api": "/api/v1/tables/KQvKR/stats", "page": "/tables/KQvKR"}))]
+pub struct StatsLinks {
+    /// As JSON.
+    pub api: String,
+    /// As a page for people.
+    pub page: String,
+}
+
+impl StatsLinks {
+    pub fn of(material: &str) -> StatsLinks {
+        StatsLinks { api: format!("/api/v1/tables/{material}/stats"), page: format!("/tables/{material}") }
+    }
 }
 
 /// The common interface of all table sources.
@@ -148,6 +173,13 @@ pub trait TableSource: Send + Sync {
 
     /// Stops background work (shutdown); probes may fail afterwards.
     fn shutdown(&self) {}
+
+    /// The statistics of the table of `material` (canonical), for sources
+    /// that keep them (built-in tables); `Ok(None)` when this source has no
+    /// such table.
+    fn table_stats(&self, _material: &crate::builtin::Material) -> ProbeResult<Arc<TableStats>> {
+        Ok(None)
+    }
 
     /// Counters of a decoded-block cache, for sources that keep one.
     fn block_cache(&self) -> Option<BlockCacheCounts> {

@@ -228,6 +228,7 @@ fn describe(path: &Path, kind: TableKind) -> TableInfo {
         bytes,
         path: Some(path.display().to_string()),
         problems,
+        stats: None,
     }
 }
 

@@ -239,6 +239,54 @@ test('generate this endgame: a 5-piece table made on request, then exact DTM50',
   await page.close();
 });
 
+test('generating is for operators: the offer asks for the admin token, or is not made', async () => {
+  // KBBvKN: Syzygy answers, no table gives DTM50 exactly. The server runs
+  // without a token on loopback (access "open"); the answer's `access` is
+  // rewritten here to what a guarded server tells a remote visitor, and the
+  // POST is answered as such a server answers a wrong token (the server side
+  // is tested with real processes in tests/operator_actions.rs).
+  const fen = '7n/8/8/8/8/3B4/3K4/k1B5 w - - 0 1';
+  for (const access of ['token', 'closed']) {
+    const page = await newPage();
+    const posted = [];
+    await page.route('**/api/v1/tables/generate?material=KBBvKN', async (route) => {
+      const request = route.request();
+      if (request.method() === 'GET') {
+        const response = await route.fetch();
+        const body = await response.json();
+        assert.equal(body.access, 'open', 'a loopback visitor of a server without a token');
+        await route.fulfill({ response, json: { ...body, access } });
+      } else {
+        posted.push(request.headers().authorization);
+        await route.fulfill({
+          status: 403,
+          json: { error: { code: 'forbidden', message: 'the admin token does not match' } },
+        });
+      }
+    });
+    const status = page.waitForResponse((r) => r.url().includes('/api/v1/tables/generate') && r.request().method() === 'GET');
+    await loadFen(page, fen);
+    await status;
+    if (access === 'closed') {
+      await page.waitForTimeout(300);
+      assert.equal(await page.isVisible('#gen-offer'), false, 'no offer where generating is closed');
+      assert.deepEqual(posted, []);
+    } else {
+      await page.waitForSelector('#gen-offer:not([hidden])');
+      assert.match(await page.textContent('#gen-offer'), /enter the admin token/);
+      assert.ok(await page.isVisible('#gen-token'));
+      await page.fill('#gen-token', 'not-the-token-0123456789');
+      await page.screenshot({ path: SHOTS + 'probe-generate-token.png' });
+      await page.click('#btn-generate');
+      await page.waitForSelector('#message:not([hidden])');
+      assert.match(await page.textContent('#message'), /could not be generated.*admin token does not match/);
+      assert.deepEqual(posted, ['Bearer not-the-token-0123456789']);
+      assert.equal(await page.isEnabled('#btn-generate'), true, 'the visitor may try again');
+    }
+    await page.close();
+  }
+});
+
 test('invalid FEN shows the server message', async () => {
   const page = await newPage();
   await loadFen(page, KBNK);
@@ -361,5 +409,101 @@ test('phone-width screenshots and layout', async () => {
   const overflow2 = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
   assert.ok(overflow2 <= 0, `metrics page scrolls sideways by ${overflow2}px`);
   await page.screenshot({ path: SHOTS + 'metrics-phone.png', fullPage: true });
+  await page.close();
+});
+
+// KRBvKQ, White to move, from chesstb's KQKRB: Black mates in 70 at clock 0,
+// in 72 from clock 11, and the 50-move rule saves White from clock 19.
+const KRBVKQ = 'k4B2/8/8/8/6q1/8/K3R3/8 w - - 0 1';
+
+test('DTM50 clock chart: the step chart equals the API, and a step probes that clock', async () => {
+  const page = await newPage();
+  await loadFen(page, KRBVKQ);
+  await page.waitForSelector('#clock-chart:not([hidden]) svg .step', { state: 'attached' });
+  const api = await (await fetch(`${BASE}/api/v1/dtm50-by-clock?fen=${encodeURIComponent(KRBVKQ)}`)).json();
+  assert.equal(api.dtm50.length, 100);
+  const steps = await page.$$eval('#chart-host .step', (list) => list.map((s) => ({ clock: Number(s.dataset.clock), plies: Number(s.dataset.plies) })));
+  assert.deepEqual(steps, api.dtm50.map((d) => ({ clock: d.halfmove_clock, plies: d.plies })));
+  assert.deepEqual([steps[0].plies, steps[10].plies, steps[11].plies, steps[18].plies, steps[19].plies], [-140, -140, -144, -144, 0]);
+  assert.equal(api.dtm50[0].mate_in_moves, -70);
+  assert.equal(api.dtm50[11].mate_in_moves, -72);
+  // The chart agrees with the verdict the page shows at this clock.
+  assert.equal(await page.getAttribute('#chart-host .own-clock', 'data-clock'), '0');
+  assert.equal(await page.getAttribute('#chart-host .own-clock', 'data-plies'), String((await page.evaluate(() => window.tbserver.state.answer.dtm50.plies))));
+  const changes = await page.$$eval('#chart-host circle.change', (list) => list.map((c) => `${c.dataset.clock}:${c.dataset.kind}`));
+  assert.deepEqual(changes, ['11:longer_mate', '19:loss_to_draw']);
+  const listed = await page.textContent('#chart-changes');
+  assert.match(listed, /This position \(clock 0: mate in 70 for Black\)/);
+  assert.match(listed, /From clock 11: mate in 72 for Black/);
+  assert.match(listed, /From clock 19: draw/);
+  assert.match(await page.textContent('#verdict'), /Black forces mate in 70 \(DTM50\)\./, 'the winner named, the count unsigned');
+  await page.locator('#clock-chart').screenshot({ path: SHOTS + 'clock-chart.png' });
+  await page.screenshot({ path: SHOTS + 'probe-clock-chart-desktop.png', fullPage: true });
+  // Clicking the step at clock 30 probes the position there: the 50-move
+  // rule saves White (a blessed loss), no mate fits.
+  await page.click('#chart-host .step[data-clock="30"]', { force: true });
+  await page.waitForFunction(() => / 30 1$/.test(document.getElementById('fen').value));
+  await waitReady(page);
+  await page.waitForSelector('#clock-chart:not([hidden]) .own-clock[data-clock="30"]', { state: 'attached' });
+  assert.equal(await page.getAttribute('#verdict', 'data-category'), 'blessed-loss');
+  assert.equal(await page.getAttribute('#chart-host .own-clock', 'data-plies'), '0');
+  await page.locator('#clock-chart').screenshot({ path: SHOTS + 'clock-chart-clock30.png' });
+  // The shareable SVG is the same chart.
+  const svg = await fetch(`${BASE}/dtm50-chart.svg?fen=${encodeURIComponent(KRBVKQ)}`);
+  assert.equal(svg.status, 200);
+  assert.match(svg.headers.get('content-type'), /image\/svg\+xml/);
+  assert.equal(((await svg.text()).match(/class="step"/g) || []).length, 100);
+  assert.deepEqual(page.problems, []);
+  await page.close();
+});
+
+test('table statistics: reachable from the probe page and /api/v1/tables, figures as the API gives them', async () => {
+  // Syzygy, Gaviota and chesstb answer KBNvK here: its built-in table (whose
+  // statistics these are) is made on request.
+  const generate = `${BASE}/api/v1/tables/generate?material=KBNvK`;
+  let status = await (await fetch(generate, { method: 'POST' })).json();
+  for (let i = 0; i < 120 && status.state !== 'ready'; i++) {
+    await new Promise((r) => setTimeout(r, 500));
+    status = await (await fetch(generate)).json();
+  }
+  assert.equal(status.state, 'ready');
+  const page = await newPage();
+  await loadFen(page, KBNK);
+  await page.click('#stats-link');
+  await page.waitForLoadState('load');
+  assert.equal(new URL(page.url()).pathname, '/tables/KBNvK');
+  const stats = await (await fetch(`${BASE}/api/v1/tables/KBNvK/stats`)).json();
+  const rows = await page.$$eval('table.categories tbody tr', (list) => list.map((r) => [...r.querySelectorAll('td')].map((td) => Number(td.textContent.replace(/,/g, '')))));
+  const side = (s) => [s.positions, s.wins, s.cursed_wins, s.draws, s.blessed_losses, s.losses];
+  assert.deepEqual(rows, [side(stats.white_to_move), side(stats.black_to_move)]);
+  assert.equal(stats.white_to_move.positions + stats.black_to_move.positions, stats.legal_positions);
+  // Each longest value shows its example position, linked to the probe page.
+  const longest = await page.$$eval('figure.longest', (list) => list.map((f) => ({ metric: f.dataset.metric, plies: Number(f.dataset.plies), href: f.querySelector('a').getAttribute('href'), img: f.querySelector('img').naturalWidth })));
+  assert.equal(longest.length, 6);
+  assert.equal(longest[0].plies, stats.white_to_move.longest_dtz50.plies);
+  for (const l of longest) {
+    assert.match(l.href, /^\/\?fen=/);
+    assert.ok(l.img > 0, 'board image loaded');
+  }
+  const bars = await page.$$eval('svg.stats-hist[data-metric="dtz50"] rect', (list) => list.length);
+  assert.equal(bars, ['white_to_move', 'black_to_move'].reduce((n, k) => n + stats[k].dtz50_histogram.wins.length + stats[k].dtz50_histogram.losses.length, 0));
+  await page.screenshot({ path: SHOTS + 'table-stats-desktop.png', fullPage: true });
+  // The longest DTZ50'' example opens on the probe page with that value.
+  await page.click('figure.longest[data-metric="dtz50"] a >> nth=0');
+  await waitReady(page);
+  assert.equal(await page.evaluate(() => window.tbserver.state.answer.dtz50.plies), stats.white_to_move.longest_dtz50.plies);
+  // /api/v1/tables links the same page; /tables lists it.
+  const tables = await (await fetch(`${BASE}/api/v1/tables`)).json();
+  const kbnk = tables.tables.find((t) => t.material === 'KBNvK' && t.source === 'builtin');
+  assert.deepEqual(kbnk.stats, { api: '/api/v1/tables/KBNvK/stats', page: '/tables/KBNvK' });
+  await page.goto(`${BASE}/tables`);
+  assert.ok(await page.$('a[href="/tables/KBNvK"]'));
+  // Phone width: nothing scrolls sideways.
+  await page.setViewportSize(PHONE);
+  await page.goto(`${BASE}/tables/KBNvK`);
+  const overflow = await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+  assert.ok(overflow <= 0, `statistics page scrolls sideways by ${overflow}px`);
+  await page.screenshot({ path: SHOTS + 'table-stats-phone.png', fullPage: true });
+  assert.deepEqual(page.problems, []);
   await page.close();
 });

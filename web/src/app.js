@@ -218,6 +218,7 @@ async function probe(fen, refresh = false) {
     document.body.dataset.state = 'probing';
     setVerdict('unknown', 'Probing…');
     $('facts').textContent = '';
+    $('clock-chart').hidden = true;
     $('moves').tBodies[0].textContent = '';
   }
   let res;
@@ -261,8 +262,89 @@ async function probe(fen, refresh = false) {
   }
   state.answer = body;
   renderAnswer(body);
+  if (!refresh || $('clock-chart').hidden) await showClockChart(fen, body, seq);
+  await showStatsLink(body, seq);
   document.body.dataset.state = pending.length ? 'pending' : 'ready';
   if (!refresh && !exactDtm50(body)) offerGeneration(fen, seq);
+}
+
+// ------------------------------------------------- DTM50 by half-move clock
+
+/**
+ * Draws the position's DTM50 at every clock 0–99 (the server's SVG chart,
+ * inlined so that its steps can be clicked) when an exact DTM50 table covers
+ * it; hides the chart otherwise.
+ */
+async function showClockChart(fen, answer, seq) {
+  const section = $('clock-chart');
+  if (!exactDtm50(answer) || answer.sources.dtm50 === 'rules') {
+    section.hidden = true;
+    return;
+  }
+  const query = '?fen=' + encodeURIComponent(fen);
+  let svg = null;
+  try {
+    const res = await fetch('/dtm50-chart.svg' + query);
+    if (res.ok) svg = await res.text();
+  } catch (e) {
+    svg = null;
+  }
+  if (seq !== state.probeSeq) return;
+  if (!svg) {
+    section.hidden = true;
+    return;
+  }
+  $('chart-host').innerHTML = svg;
+  $('chart-svg').href = '/dtm50-chart.svg' + query;
+  $('chart-json').href = '/api/v1/dtm50-by-clock' + query;
+  const list = $('chart-changes');
+  list.textContent = '';
+  const chart = $('chart-host').querySelector('svg');
+  const own = chart.querySelector('.own-clock text');
+  const items = [own ? `This position (${own.textContent})` : null];
+  for (const c of chart.querySelectorAll('.change title')) items.push(c.textContent.replace(/^from clock/, 'From clock'));
+  if (items.length === 1) items.push('The same at every clock.');
+  for (const text of items.filter(Boolean)) {
+    const li = document.createElement('li');
+    li.textContent = text;
+    list.append(li);
+  }
+  for (const step of chart.querySelectorAll('.step')) {
+    step.addEventListener('click', () => {
+      const f = fenFields(state.fen);
+      f.halfmove = Number(step.dataset.clock);
+      $('clock').value = f.halfmove;
+      setPosition(joinFen(f), { replace: true });
+    });
+  }
+  section.hidden = false;
+}
+
+/** Tables known to have statistics (built-in tables generated), by name. */
+const statsAvailable = new Map();
+
+/** Links the table's statistics page under the facts, when the server has them. */
+async function showStatsLink(answer, seq) {
+  if (answer.pieces > GENERATE_MAX_PIECES) return;
+  const table = canonicalMaterial(answer.material);
+  if (!statsAvailable.get(table)) {
+    try {
+      const res = await fetch('/api/v1/tables/' + encodeURIComponent(table) + '/stats', { method: 'HEAD' });
+      statsAvailable.set(table, res.ok);
+    } catch (e) {
+      return;
+    }
+  }
+  if (seq !== state.probeSeq || !statsAvailable.get(table) || $('stats-link')) return;
+  const dt = document.createElement('dt');
+  dt.textContent = 'Table';
+  const dd = document.createElement('dd');
+  const link = document.createElement('a');
+  link.id = 'stats-link';
+  link.href = '/tables/' + encodeURIComponent(table);
+  link.textContent = `Statistics of ${table}`;
+  dd.append(link);
+  $('facts').append(dt, dd);
 }
 
 // ------------------------------------------------- generating a table on request
@@ -292,10 +374,19 @@ function materialOf(fen) {
   return /^K[QRBNP]*vK[QRBNP]*$/.test(name) ? name : null;
 }
 
-async function generationStatus(material, method) {
+/**
+ * Generating is an operator's action: the server says, per client, whether
+ * it is `open`, needs the admin `token`, or is `closed` from here. A token
+ * typed once is kept for the browser tab only.
+ */
+const TOKEN_KEY = 'tbserver-admin-token';
+
+async function generationStatus(material, method, token) {
+  const headers = { accept: 'application/json' };
+  if (token) headers.authorization = 'Bearer ' + token;
   const res = await fetch('/api/v1/tables/generate?material=' + encodeURIComponent(material), {
     method,
-    headers: { accept: 'application/json' },
+    headers,
   });
   const body = await res.json().catch(() => null);
   return { res, body };
@@ -320,14 +411,18 @@ async function offerGeneration(fen, seq) {
   const { body } = status;
   if (body.state === 'pending') {
     watchGeneration(fen, material, body.progress);
-  } else if (body.state === 'not_started') {
+  } else if ((body.state === 'not_started' || body.state === 'failed') && body.access !== 'closed') {
     const p = body.progress;
     const minutes = Math.max(1, Math.round(p.estimated_remaining_s / 60));
     const tables = p.tables.length;
     $('gen-offer').querySelector('.gen-text').textContent =
       `Exact DTM and DTM50 for ${body.material} need its built-in table, which this server has not generated. ` +
       `It can: ${tables} table${tables === 1 ? '' : 's'}, roughly ${minutes} min of work on the server; ` +
-      'the values appear here when it is done.';
+      'the values appear here when it is done.' +
+      (body.access === 'token' ? ' Generating is for the operator: enter the admin token.' : '');
+    const tokenField = $('gen-token');
+    tokenField.hidden = body.access !== 'token';
+    tokenField.value = sessionStorage.getItem(TOKEN_KEY) || '';
     const button = $('btn-generate');
     button.disabled = false;
     button.onclick = () => startGeneration(fen, material);
@@ -337,9 +432,11 @@ async function offerGeneration(fen, seq) {
 
 async function startGeneration(fen, material) {
   $('btn-generate').disabled = true;
+  const tokenField = $('gen-token');
+  const token = tokenField.hidden ? '' : tokenField.value.trim();
   let status;
   try {
-    status = await generationStatus(material, 'POST');
+    status = await generationStatus(material, 'POST', token);
   } catch (e) {
     showMessage('Could not reach the server: ' + e.message);
     $('btn-generate').disabled = false;
@@ -348,10 +445,12 @@ async function startGeneration(fen, material) {
   if (fen !== state.fen) return;
   if (!status.res.ok || !status.body) {
     const err = status.body && status.body.error ? status.body.error : { message: `status ${status.res.status}` };
+    if (err.code === 'unauthorized' || err.code === 'forbidden') sessionStorage.removeItem(TOKEN_KEY);
     showMessage('The table could not be generated. Server: ' + err.message);
     $('btn-generate').disabled = false;
     return;
   }
+  if (token) sessionStorage.setItem(TOKEN_KEY, token);
   $('gen-offer').hidden = true;
   if (status.body.state === 'ready') probe(fen);
   else watchGeneration(fen, material, status.body.progress);
@@ -380,6 +479,12 @@ async function watchGeneration(fen, material, progress) {
     if (body && body.state === 'ready') {
       showProgress(null);
       probe(fen);
+    } else if (body && body.state === 'failed') {
+      // Out of disk or memory, say: tell why; asking again retries.
+      showProgress(null);
+      const failed = body.progress.tables.find((t) => t.error);
+      showMessage('The table could not be generated. Server: ' + (failed ? failed.error : 'failed'));
+      offerGeneration(fen, state.probeSeq);
     } else if (body && body.state === 'not_started') {
       // The server restarted meanwhile: offer again.
       showProgress(null);
@@ -484,8 +589,11 @@ function verdictSentence(a) {
   if (a.checkmate) return [`${us} is checkmated`, `${them} has won.`];
   if (a.stalemate) return ['Stalemate', 'The game is drawn.'];
   if (a.insufficient_material) return ['Draw', 'Neither side has enough material to mate.'];
-  const mate = a.dtm50 && a.dtm50.mate_in_moves !== null ? `mate in ${a.dtm50.mate_in_moves ?? mateMoves(a.dtm50.plies)} (DTM50)`
-    : a.dtm ? `mate in ${a.dtm.mate_in_moves ?? mateMoves(a.dtm.plies)} (DTM, ignoring the 50-move rule)` : '';
+  // mate_in_moves is signed (negative: the side to move is mated); the
+  // sentence names the winner, so it counts without the sign.
+  const moves = (d) => Math.abs(d.mate_in_moves ?? mateMoves(d.plies));
+  const mate = a.dtm50 && a.dtm50.mate_in_moves !== null ? `mate in ${moves(a.dtm50)} (DTM50)`
+    : a.dtm ? `mate in ${moves(a.dtm)} (DTM, ignoring the 50-move rule)` : '';
   switch (a.category) {
     case 'win': return [`${us} wins`, mate ? `${us} to move: ${mate}.` : `${us} to move can force mate within the 50-move rule.`];
     case 'cursed-win': return [`Cursed win for ${us}`, 'A win on the board, but the 50-move rule turns it into a draw.'];
@@ -583,6 +691,18 @@ function renderAnswer(a) {
     addFact(dl, 'Sources', Object.entries(a.sources).filter(([, v]) => v).map(([k, v]) => `${k.toUpperCase()}: ${v}`).join(' · '));
   }
   renderMoves(a);
+}
+
+/** `KQvKR` for `KRvKQ` too: the stronger side first, as tables are named. */
+function canonicalMaterial(material) {
+  const [white, black] = material.split('v');
+  const strength = (side) => [...side].map((c) => 'KQRBNP'.indexOf(c));
+  const a = strength(white);
+  const b = strength(black);
+  // More pieces, then stronger ones, go first.
+  if (a.length !== b.length) return a.length > b.length ? material : `${black}v${white}`;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i] < b[i] ? material : `${black}v${white}`;
+  return material;
 }
 
 function wdlWords(w) {

@@ -1,0 +1,285 @@
+//! Statistics of a built-in table: positions by category for each side to
+//! move, histograms of DTZ50'', DTM and DTM50 (clock 0), and the longest of
+//! each with an example position.
+//!
+//! Computed once, when the table is generated (or the first time they are
+//! asked for, for a table on disk without them), and kept beside it as
+//! `<material>.stats.json`, written by rename like the table itself: serving
+//! them never reads the table again.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use shakmaty::{Color, Piece, Square};
+
+use super::{index::Layout, material::Material, value};
+
+/// What the statistics are computed from: a table as the store serves it.
+pub trait Scan {
+    fn material(&self) -> &Material;
+    fn layout(&self) -> &Layout;
+    /// DTZ50'' at `idx`, a legal position's index.
+    fn dtz(&self, idx: u32) -> u16;
+    fn dtm(&self, idx: u32) -> u16;
+    /// DTM50 at `idx` and half-move clock `clock`.
+    fn at_clock(&self, idx: u32, clock: u32) -> u16;
+    /// DTZ50'', DTM and DTM50 at clock 0 of `idx` at once: a table in
+    /// blocks finds the block once instead of three times.
+    fn values(&self, idx: u32) -> [u16; 3] {
+        [self.dtz(idx), self.dtm(idx), if self.has_dtm50() { self.at_clock(idx, 0) } else { value::UNKNOWN }]
+    }
+    fn has_dtm50(&self) -> bool;
+    fn legal_positions(&self) -> u64;
+    fn crc32(&self) -> u32;
+    /// The table's file, if it has one.
+    fn path(&self) -> Option<&Path>;
+    /// Called when the scan is done: a mapped table lets go of the pages
+    /// the scan read, so that the process keeps only those probes touch.
+    fn scanned(&self) {}
+}
+
+/// Bumped when the meaning or shape of the statistics changes: a sidecar of
+/// another version is computed again.
+pub const STATS_VERSION: u32 = 1;
+
+/// Statistics of one table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct TableStats {
+    /// The table, e.g. `KQvKR` (stronger side first: White).
+    pub material: String,
+    /// Distinct legal positions under the table's symmetries, both sides to
+    /// move (the number the table's header records).
+    pub legal_positions: u64,
+    /// With White to move.
+    pub white_to_move: SideStats,
+    /// With Black to move.
+    pub black_to_move: SideStats,
+    /// Whether the table has DTM50 (without it the DTM50 fields are empty).
+    pub has_dtm50: bool,
+    /// Format of these statistics (see `STATS_VERSION`).
+    pub version: u32,
+    /// CRC-32 of the table file the statistics were computed from: a table
+    /// generated again gets new statistics.
+    pub table_crc32: u32,
+}
+
+/// Positions with one side to move, by category at half-move clock 0.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct SideStats {
+    pub positions: u64,
+    pub wins: u64,
+    pub cursed_wins: u64,
+    pub draws: u64,
+    pub blessed_losses: u64,
+    pub losses: u64,
+    /// The decisive position farthest from zeroing (win or loss of the side
+    /// to move); absent when none is decisive.
+    pub longest_dtz50: Option<Example>,
+    /// The decisive position farthest from mate, ignoring the 50-move rule.
+    pub longest_dtm: Option<Example>,
+    /// The longest mate the 50-move rule allows at clock 0.
+    pub longest_dtm50: Option<Example>,
+    pub dtz50_histogram: Histogram,
+    pub dtm_histogram: Histogram,
+    /// DTM50 at half-move clock 0.
+    pub dtm50_histogram: Histogram,
+}
+
+/// A position of the table and its value, from the side to move's point of
+/// view (positive: the side to move wins; 0: it is checkmated, the longest
+/// only where every decisive position is a mate).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Example {
+    pub plies: i32,
+    /// Half-move clock 0.
+    pub fen: String,
+}
+
+/// How many positions are won, and lost, in each number of plies (a
+/// checkmated side loses in 0); plies without positions are left out.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Histogram {
+    pub wins: Vec<Bin>,
+    pub losses: Vec<Bin>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Bin {
+    pub plies: u16,
+    pub positions: u64,
+}
+
+/// Counts by plies while scanning, won and lost.
+struct Dense {
+    wins: Vec<u64>,
+    losses: Vec<u64>,
+    /// Largest plies seen and the first index with them.
+    longest: Option<(u16, u32)>,
+}
+
+impl Dense {
+    fn new() -> Dense {
+        let len = value::MAX_PLIES as usize + 1;
+        Dense { wins: vec![0; len], losses: vec![0; len], longest: None }
+    }
+
+    #[inline]
+    fn add(&mut self, v: u16, idx: u32) {
+        let plies = value::plies(v);
+        if value::is_win(v) {
+            self.wins[plies as usize] += 1;
+        } else if value::is_loss(v) {
+            self.losses[plies as usize] += 1;
+        } else {
+            return;
+        }
+        if self.longest.is_none_or(|(p, _)| plies > p) {
+            self.longest = Some((plies, idx));
+        }
+    }
+
+    fn histogram(&self) -> Histogram {
+        let bins = |counts: &[u64]| {
+            counts
+                .iter()
+                .enumerate()
+                .filter(|&(_, &n)| n > 0)
+                .map(|(plies, &positions)| Bin { plies: plies as u16, positions })
+                .collect()
+        };
+        Histogram { wins: bins(&self.wins), losses: bins(&self.losses) }
+    }
+}
+
+/// One side to move's counters while scanning.
+struct Side {
+    categories: [u64; 5],
+    dtz: Dense,
+    dtm: Dense,
+    dtm50: Dense,
+}
+
+/// Computes the statistics of `table` by reading every position once.
+pub fn compute(table: &impl Scan) -> TableStats {
+    let layout = table.layout();
+    let new_side = || Side { categories: [0; 5], dtz: Dense::new(), dtm: Dense::new(), dtm50: Dense::new() };
+    let mut sides = [new_side(), new_side()];
+    let has_dtm50 = table.has_dtm50();
+    for idx in 0..layout.size as u32 {
+        // Asked of the index, not the values: format v4 stores a neighbour's
+        // values at an index no legal position has.
+        let Some(pos) = layout.decode(idx) else { continue };
+        let [dtz, dtm, dtm50] = table.values(idx);
+        let side = &mut sides[side_index(pos.turn)];
+        side.categories[category(dtz)] += 1;
+        side.dtz.add(dtz, idx);
+        side.dtm.add(dtm, idx);
+        if has_dtm50 {
+            side.dtm50.add(dtm50, idx);
+        }
+    }
+    table.scanned();
+    let example = |dense: &Dense, of: &dyn Fn(u32) -> u16| {
+        dense.longest.map(|(_, idx)| Example { plies: value::signed_plies(of(idx)), fen: fen_of(table, idx) })
+    };
+    let side_stats = |s: &Side| {
+        let [losses, blessed_losses, draws, cursed_wins, wins] = s.categories;
+        SideStats {
+            positions: s.categories.iter().sum(),
+            wins,
+            cursed_wins,
+            draws,
+            blessed_losses,
+            losses,
+            longest_dtz50: example(&s.dtz, &|i| table.dtz(i)),
+            longest_dtm: example(&s.dtm, &|i| table.dtm(i)),
+            longest_dtm50: example(&s.dtm50, &|i| table.at_clock(i, 0)),
+            dtz50_histogram: s.dtz.histogram(),
+            dtm_histogram: s.dtm.histogram(),
+            dtm50_histogram: s.dtm50.histogram(),
+        }
+    };
+    TableStats {
+        material: table.material().name(),
+        legal_positions: table.legal_positions(),
+        white_to_move: side_stats(&sides[side_index(Color::White)]),
+        black_to_move: side_stats(&sides[side_index(Color::Black)]),
+        has_dtm50,
+        version: STATS_VERSION,
+        table_crc32: table.crc32(),
+    }
+}
+
+#[inline]
+fn side_index(turn: Color) -> usize {
+    match turn {
+        Color::White => 0,
+        Color::Black => 1,
+    }
+}
+
+/// Index into `Side::categories`, loss first.
+#[inline]
+fn category(dtz: u16) -> usize {
+    use shakmaty_syzygy::Wdl;
+    match value::wdl50(dtz) {
+        Wdl::Loss => 0,
+        Wdl::BlessedLoss => 1,
+        Wdl::Draw => 2,
+        Wdl::CursedWin => 3,
+        Wdl::Win => 4,
+    }
+}
+
+/// The FEN of the legal position at `idx` (clock 0, no castling or en passant).
+fn fen_of(table: &impl Scan, idx: u32) -> String {
+    let layout = table.layout();
+    let pos = layout.unchecked_pos(idx);
+    let mut board = shakmaty::Board::empty();
+    for (&(color, role), &sq) in layout.men.iter().zip(&pos.sq[..layout.n]) {
+        board.set_piece_at(Square::new(u32::from(sq)), Piece { color, role });
+    }
+    format!("{} {} - - 0 1", board.board_fen(), pos.turn.char())
+}
+
+/// Where the statistics of the table at `table_path` are kept.
+pub fn sidecar_path(table_path: &Path) -> PathBuf {
+    table_path.with_extension("stats.json")
+}
+
+/// The statistics stored beside `table`, if they are there and belong to
+/// this very file.
+pub fn read_sidecar(table: &impl Scan) -> Option<TableStats> {
+    let bytes = std::fs::read(sidecar_path(table.path()?)).ok()?;
+    let stats: TableStats = serde_json::from_slice(&bytes).ok()?;
+    (stats.version == STATS_VERSION && stats.table_crc32 == table.crc32() && stats.material == table.material().name())
+        .then_some(stats)
+}
+
+/// Computes the statistics of `table` and stores them beside it (when the
+/// table is a file).
+pub fn compute_and_store(table: &impl Scan) -> TableStats {
+    let stats = compute(table);
+    if let Some(path) = table.path() {
+        let json = serde_json::to_vec(&stats).expect("statistics serialize");
+        if let Err(e) = replace_file(&sidecar_path(path), &json) {
+            tracing::warn!(table = %stats.material, "could not store the table's statistics: {e}");
+        }
+    }
+    stats
+}
+
+/// Writes `path` so that readers see the old file or the whole new one:
+/// two processes may compute the same statistics at once, each through a
+/// temporary name of its own.
+fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static WRITES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = WRITES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = path.with_extension(format!("json.tmp{}.{n}", std::process::id()));
+    std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| drop(std::fs::remove_file(&tmp)))
+}
+
+/// The stored statistics, or computed (and stored) if there are none.
+pub fn load_or_compute(table: &impl Scan) -> TableStats {
+    read_sidecar(table).unwrap_or_else(|| compute_and_store(table))
+}
