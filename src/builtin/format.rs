@@ -408,6 +408,12 @@ pub fn write(
     Ok(bytes[..HEADER_LEN].try_into().expect("a header"))
 }
 
+/// Bytes of the header and block index of a table of `positions` index
+/// positions: the part of a file that does not depend on its values.
+pub fn index_bytes(positions: usize) -> u64 {
+    (HEADER_LEN + ENTRY_LEN * positions.div_ceil(BLOCK_POSITIONS)) as u64
+}
+
 /// A whole table in memory, as [`write`] writes it to a file.
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
     assert_eq!(dtz.len(), dtm.len());

@@ -220,8 +220,8 @@ pub enum Waiting {
 pub use super::schedule::Unavailable;
 
 /// Default of [`Store::with_budget`]'s allowance for tables that could not
-/// be written: every table of up to 4 pieces fits (the largest, with DTM50,
-/// takes about 85 MB), no table of 5.
+/// be written: every table of up to 4 pieces fits (the largest in format
+/// v4, KQvKP with DTM50, takes 10 MB), and some of 5 (KRBvKQ takes 126 MB).
 pub const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 256 << 20;
 
 /// What a store has refused or could not write since it started.
