@@ -385,19 +385,28 @@ impl Store {
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
             plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
-        {
+        // The request takes its place in the bounded queue under the lock;
+        // the budget (file system and /proc reads) is checked outside it, and
+        // the place given back if it does not fit.
+        let reserved = {
             let mut q = inner.lock();
             let queued = q.is_queued(target);
             let requested = q.requested(|m| inner.ready(m).is_some());
-            if !requested.contains(target) && !queued && !to_generate.is_empty() {
-                if requested.len() >= max_requested {
-                    inner.refused_queue.fetch_add(1, Ordering::Relaxed);
-                    return Err(Refusal::QueueFull { pending: requested.len() });
-                }
-                let reserved = inner.reserved_memory(&q, None);
-                inner.check_budget(&to_generate, reserved)?;
-                q.requested(|_| false).push(target.clone());
+            if requested.contains(target) || queued || to_generate.is_empty() {
+                None
+            } else if requested.len() >= max_requested {
+                inner.refused_queue.fetch_add(1, Ordering::Relaxed);
+                return Err(Refusal::QueueFull { pending: requested.len() });
+            } else {
+                requested.push(target.clone());
+                Some(inner.reserved_memory(&q, None))
             }
+        };
+        if let Some(reserved) = reserved
+            && let Err(refusal) = inner.check_budget(&to_generate, reserved)
+        {
+            inner.lock().requested(|_| false).retain(|m| m != target);
+            return Err(refusal);
         }
         self.request_all(&plan);
         Ok(())
@@ -784,16 +793,18 @@ impl Inner {
             Ok(None) => {}
             Err(e) => tracing::warn!(table = %material.name(), "unusable built-in table, regenerating: {e}"),
         }
-        {
+        let reserved = {
             let q = self.lock();
             if let Some(d) = material.dependencies().iter().find(|d| self.ready(d).is_none()) {
                 let why = q.failure(d).map_or_else(|| "not settled".to_string(), |(why, _)| why.to_string());
                 return Err(Unavailable::Failed(format!("{} needs {}, which failed: {why}", material.name(), d.name())));
             }
-            // Checked again as the work starts: memory and disk may have
-            // gone to other work since the request was accepted.
-            self.check_budget(&[material], self.reserved_memory(&q, Some(material))).map_err(Unavailable::Refused)?;
-        }
+            self.reserved_memory(&q, Some(material))
+        };
+        // Checked again as the work starts (outside the queue's lock: it
+        // reads the file system and /proc): memory and disk may have gone to
+        // other work since the request was accepted.
+        self.check_budget(&[material], reserved).map_err(Unavailable::Refused)?;
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
         let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
@@ -1250,6 +1261,40 @@ mod tests {
         }
         assert_eq!(waiting.generations(), needed);
         assert_eq!(never.generations(), needed);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_requests_by_name_meet_the_bound() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-bound-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = Store::new(&dir, true);
+        let materials: Vec<Material> = material::all_materials(4).into_iter().filter(|m| m.pieces() == 4).take(16).collect();
+        let barrier = std::sync::Barrier::new(materials.len());
+        let accepted: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = materials
+                .iter()
+                .map(|m| {
+                    let (store, barrier) = (&store, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        match store.request(m, 4) {
+                            Ok(()) => 1,
+                            Err(Refusal::QueueFull { pending }) => {
+                                assert_eq!(pending, 4);
+                                0
+                            }
+                            Err(other) => panic!("{other}"),
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        // All asked within microseconds; a 4-piece table takes far longer.
+        assert_eq!(accepted, 4);
+        assert_eq!(store.counters().refused_queue, 12);
+        store.shutdown(std::time::Duration::from_secs(10));
         let _ = fs::remove_dir_all(&dir);
     }
 
