@@ -379,8 +379,8 @@ impl Store {
     pub fn request(&self, target: &Material, max_requested: usize) -> Result<(), Refusal> {
         let inner = &self.inner;
         if !inner.generate_missing {
-            // Read-only: nothing is generated, so nothing is pending.
-            return Ok(());
+            // Read-only: a request that can never be served is refused.
+            return Err(Refusal::ReadOnly);
         }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
