@@ -303,6 +303,9 @@ fn a_token_too_short_or_unreadable_stops_the_server() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The accepted requests pass the real budget checks first: this needs
+/// the memory and disk their tables are estimated to take (about 6.4 GiB
+/// and 3 GB; a machine short of either answers 503 or 507 instead).
 #[test]
 fn requests_by_name_are_bounded() {
     let dir = scratch_dir("queue");
