@@ -23,7 +23,7 @@ use super::{
     generate::{Board, PhaseSecs, Values, generate},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
-    schedule::{GenerationState, Progress, Queue, RETRY_AFTER},
+    schedule::{GenerationState, Progress, Queue},
     value,
 };
 
@@ -540,7 +540,7 @@ impl Inner {
 
     /// Settles `m` from its file if it has one; otherwise asks for it to be
     /// generated (urgently, with what it depends on). A failure is answered
-    /// as it is for [`RETRY_AFTER`], then tried again. `None`: not settled yet.
+    /// as it is for a while (`schedule`'s retry delay), then tried again. `None`: not settled yet.
     fn settle_or_request(self: &Arc<Self>, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
         if let Some(t) = self.ready(m) {
             return Some(Ok(t));
@@ -550,11 +550,8 @@ impl Inner {
             let queued = q.is_queued(m);
             if queued {
                 self.want_urgently(&mut q, m);
-            } else if let Some((why, age)) = q.failure(m) {
-                if age < RETRY_AFTER {
-                    return Some(Err(why.clone()));
-                }
-                q.forget_failure(m);
+            } else if let Some(why) = q.fresh_failure(m) {
+                return Some(Err(why.clone()));
             }
             queued
         };
@@ -588,7 +585,7 @@ impl Inner {
     }
 
     /// `m` and every unsettled table it depends on, ahead of background
-    /// work. A table that failed less than [`RETRY_AFTER`] ago is not asked
+    /// work. A table that failed recently (`Queue::fresh_failure`) is not asked
     /// for again (what needs it then fails at once).
     fn want_urgently(self: &Arc<Self>, q: &mut Queue, m: &Material) {
         if self.cancelled.load(Ordering::SeqCst) {
@@ -598,10 +595,8 @@ impl Inner {
             if self.ready(d).is_some() {
                 continue;
             }
-            match q.failure(d) {
-                Some((_, age)) if age < RETRY_AFTER => continue,
-                Some(_) => q.forget_failure(d),
-                None => {}
+            if q.fresh_failure(d).is_some() {
+                continue;
             }
             q.want(d, true);
         }
