@@ -116,6 +116,7 @@ impl ApiError {
             ApiError::Refused(Refusal::Memory { .. }) => "insufficient_memory",
             ApiError::Refused(Refusal::Disk { .. } | Refusal::Unwritten { .. }) => "insufficient_storage",
             ApiError::Refused(Refusal::QueueFull { .. }) => "queue_full",
+            ApiError::Refused(Refusal::ReadOnly) => "read_only",
             ApiError::BatchTooLarge { .. } => "batch_too_large",
             ApiError::InvalidBody(_) => "invalid_body",
             ApiError::NotFound => "not_found",
@@ -148,7 +149,7 @@ impl ApiError {
             ApiError::HeadersTooLarge => 431,
             ApiError::MalformedRequest => 400,
             ApiError::MethodNotAllowed => 405,
-            ApiError::BuiltinOff => 409,
+            ApiError::BuiltinOff | ApiError::Refused(Refusal::ReadOnly) => 409,
             ApiError::Unauthorized => 401,
             ApiError::Forbidden(_) => 403,
             ApiError::Refused(Refusal::Disk { .. } | Refusal::Unwritten { .. }) => 507,
@@ -178,7 +179,7 @@ impl ApiError {
     }
 
     /// One error of each kind (for documentation: the list of codes).
-    pub fn examples() -> [ApiError; 21] {
+    pub fn examples() -> [ApiError; 22] {
         let s = String::new;
         let room = || crate::builtin::budget::Room { bytes: 0, limited_by: s() };
         [
@@ -203,6 +204,7 @@ impl ApiError {
             ApiError::Refused(Refusal::Memory { table: s(), needed_bytes: 0, available: room() }),
             ApiError::Refused(Refusal::Disk { tables: s(), needed_bytes: 0, available: room() }),
             ApiError::Refused(Refusal::QueueFull { pending: 0 }),
+            ApiError::Refused(Refusal::ReadOnly),
         ]
     }
 

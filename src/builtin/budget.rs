@@ -112,6 +112,8 @@ pub enum Refusal {
         .needed_bytes / MIB, .available.bytes / MIB, .available.limited_by
     )]
     Disk { tables: String, needed_bytes: u64, available: Room },
+    #[error("this server's built-in tables are read-only (builtin.mode = \"readonly\"): they are made elsewhere, e.g. by `tbserver generate` into the shared directory")]
+    ReadOnly,
     #[error("{pending} tables are already queued or being generated, the most this server takes (builtin.max_queued_tables); retry later")]
     QueueFull { pending: usize },
     #[error("could not write {table}: {reason}; not kept in memory ({} MiB, over what builtin.max_unwritten_mib leaves)", .bytes / MIB)]

@@ -49,7 +49,7 @@ struct Failed {
 /// How long a failure is answered from memory before a lookup that needs
 /// the table tries again. Budget refusals are checked before any work, so
 /// a retry whose conditions have not changed costs next to nothing.
-pub const RETRY_AFTER: Duration = Duration::from_secs(10);
+const RETRY_AFTER: Duration = Duration::from_secs(10);
 
 /// A table waiting to be generated.
 struct Wanted {
@@ -108,6 +108,15 @@ impl Queue {
     /// Why `m` failed last, and how long ago.
     pub fn failure(&self, m: &Material) -> Option<(&Unavailable, Duration)> {
         self.failed.iter().find(|f| &f.material == m).map(|f| (&f.why, f.at.elapsed()))
+    }
+
+    /// `m`'s failure if it is younger than [`RETRY_AFTER`]; an older one is
+    /// forgotten, so that `m` may be tried again.
+    pub fn fresh_failure(&mut self, m: &Material) -> Option<&Unavailable> {
+        if self.failure(m).is_some_and(|(_, age)| age >= RETRY_AFTER) {
+            self.forget_failure(m);
+        }
+        self.failure(m).map(|(why, _)| why)
     }
 
     pub fn forget_failure(&mut self, m: &Material) {

@@ -24,7 +24,7 @@ use super::{
     generate::{Board, PhaseSecs, Values, generate},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
-    schedule::{GenerationState, Progress, Queue, RETRY_AFTER},
+    schedule::{GenerationState, Progress, Queue},
     value,
 };
 
@@ -441,25 +441,34 @@ impl Store {
     pub fn request(&self, target: &Material, max_requested: usize) -> Result<(), Refusal> {
         let inner = &self.inner;
         if !inner.generate_missing {
-            // Read-only: nothing is generated, so nothing is pending.
-            return Ok(());
+            // Read-only: a request that can never be served is refused.
+            return Err(Refusal::ReadOnly);
         }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
             plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
-        {
+        // The request takes its place in the bounded queue under the lock;
+        // the budget (file system and /proc reads) is checked outside it, and
+        // the place given back if it does not fit.
+        let reserved = {
             let mut q = inner.lock();
             let queued = q.is_queued(target);
             let requested = q.requested(|m| inner.ready(m).is_some());
-            if !requested.contains(target) && !queued && !to_generate.is_empty() {
-                if requested.len() >= max_requested {
-                    inner.refused_queue.fetch_add(1, Ordering::Relaxed);
-                    return Err(Refusal::QueueFull { pending: requested.len() });
-                }
-                let reserved = inner.reserved_memory(&q, None);
-                inner.check_budget(&to_generate, reserved)?;
-                q.requested(|_| false).push(target.clone());
+            if requested.contains(target) || queued || to_generate.is_empty() {
+                None
+            } else if requested.len() >= max_requested {
+                inner.refused_queue.fetch_add(1, Ordering::Relaxed);
+                return Err(Refusal::QueueFull { pending: requested.len() });
+            } else {
+                requested.push(target.clone());
+                Some(inner.reserved_memory(&q, None))
             }
+        };
+        if let Some(reserved) = reserved
+            && let Err(refusal) = inner.check_budget(&to_generate, reserved)
+        {
+            inner.lock().requested(|_| false).retain(|m| m != target);
+            return Err(refusal);
         }
         self.request_all(&plan);
         Ok(())
@@ -593,7 +602,7 @@ impl Inner {
 
     /// Settles `m` from its file if it has one; otherwise asks for it to be
     /// generated (urgently, with what it depends on). A failure is answered
-    /// as it is for [`RETRY_AFTER`], then tried again. `None`: not settled yet.
+    /// as it is for a while (`schedule`'s retry delay), then tried again. `None`: not settled yet.
     fn settle_or_request(self: &Arc<Self>, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
         if let Some(t) = self.ready(m) {
             return Some(Ok(t));
@@ -603,11 +612,8 @@ impl Inner {
             let queued = q.is_queued(m);
             if queued {
                 self.want_urgently(&mut q, m);
-            } else if let Some((why, age)) = q.failure(m) {
-                if age < RETRY_AFTER {
-                    return Some(Err(why.clone()));
-                }
-                q.forget_failure(m);
+            } else if let Some(why) = q.fresh_failure(m) {
+                return Some(Err(why.clone()));
             }
             queued
         };
@@ -641,7 +647,7 @@ impl Inner {
     }
 
     /// `m` and every unsettled table it depends on, ahead of background
-    /// work. A table that failed less than [`RETRY_AFTER`] ago is not asked
+    /// work. A table that failed recently (`Queue::fresh_failure`) is not asked
     /// for again (what needs it then fails at once).
     fn want_urgently(self: &Arc<Self>, q: &mut Queue, m: &Material) {
         if self.cancelled.load(Ordering::SeqCst) {
@@ -651,10 +657,8 @@ impl Inner {
             if self.ready(d).is_some() {
                 continue;
             }
-            match q.failure(d) {
-                Some((_, age)) if age < RETRY_AFTER => continue,
-                Some(_) => q.forget_failure(d),
-                None => {}
+            if q.fresh_failure(d).is_some() {
+                continue;
             }
             q.want(d, true);
         }
@@ -825,16 +829,18 @@ impl Inner {
             Ok(None) => {}
             Err(e) => tracing::warn!(table = %material.name(), "unusable built-in table, regenerating: {e}"),
         }
-        {
+        let reserved = {
             let q = self.lock();
             if let Some(d) = material.dependencies().iter().find(|d| self.ready(d).is_none()) {
                 let why = q.failure(d).map_or_else(|| "not settled".to_string(), |(why, _)| why.to_string());
                 return Err(Unavailable::Failed(format!("{} needs {}, which failed: {why}", material.name(), d.name())));
             }
-            // Checked again as the work starts: memory and disk may have
-            // gone to other work since the request was accepted.
-            self.check_budget(&[material], self.reserved_memory(&q, Some(material))).map_err(Unavailable::Refused)?;
-        }
+            self.reserved_memory(&q, Some(material))
+        };
+        // Checked again as the work starts (outside the queue's lock: it
+        // reads the file system and /proc): memory and disk may have gone to
+        // other work since the request was accepted.
+        self.check_budget(&[material], reserved).map_err(Unavailable::Refused)?;
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
         let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
@@ -1330,6 +1336,40 @@ mod tests {
         }
         assert_eq!(waiting.generations(), needed);
         assert_eq!(never.generations(), needed);
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    #[test]
+    fn concurrent_requests_by_name_meet_the_bound() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-bound-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = Store::new(&dir, true);
+        let materials: Vec<Material> = material::all_materials(4).into_iter().filter(|m| m.pieces() == 4).take(16).collect();
+        let barrier = std::sync::Barrier::new(materials.len());
+        let accepted: usize = std::thread::scope(|scope| {
+            let handles: Vec<_> = materials
+                .iter()
+                .map(|m| {
+                    let (store, barrier) = (&store, &barrier);
+                    scope.spawn(move || {
+                        barrier.wait();
+                        match store.request(m, 4) {
+                            Ok(()) => 1,
+                            Err(Refusal::QueueFull { pending }) => {
+                                assert_eq!(pending, 4);
+                                0
+                            }
+                            Err(other) => panic!("{other}"),
+                        }
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        // All asked within microseconds; a 4-piece table takes far longer.
+        assert_eq!(accepted, 4);
+        assert_eq!(store.counters().refused_queue, 12);
+        store.shutdown(std::time::Duration::from_secs(10));
         let _ = fs::remove_dir_all(&dir);
     }
 

@@ -217,7 +217,7 @@ fn generation_status(
         (status = 401, description = "`unauthorized`: the server has an admin token and the request has none",
             headers(("WWW-Authenticate" = String, description = "`Bearer realm=\"tbserver\"`")), body = crate::error::ErrorBody),
         (status = 403, description = "`forbidden`: a wrong token, or no token configured and the client is not on the server's machine", body = crate::error::ErrorBody),
-        (status = 409, description = "built-in tables are turned off", body = crate::error::ErrorBody),
+        (status = 409, description = "`builtin_off`: built-in tables are turned off; `read_only`: this server only reads tables made elsewhere (`builtin.mode = \"readonly\"`)", body = crate::error::ErrorBody),
         (status = 503, description = "`insufficient_memory`: the largest table's estimated peak memory exceeds what is available; `queue_full`: too many requests pending",
             headers(("Retry-After" = u64, description = "Seconds to wait (queue_full)")), body = crate::error::ErrorBody),
         (status = 507, description = "`insufficient_storage`: the tables' estimated size exceeds the free disk or `builtin.max_disk_mib`", body = crate::error::ErrorBody),

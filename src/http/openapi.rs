@@ -116,7 +116,26 @@ pub struct Status {
 
 /// The whole document: [`ApiDoc`] and every route of [`super::routes`].
 pub fn document() -> utoipa::openapi::OpenApi {
-    super::routes().split_for_parts().1
+    let mut document = super::routes().split_for_parts().1;
+    document_query_too_long(&mut document);
+    document
+}
+
+/// Every route answers 414 `query_too_long` for a query string over
+/// `limits.max_query_bytes` (a layer in front of all of them, see
+/// [`super::limits::query_length`]), so every operation lists it.
+fn document_query_too_long(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let response = ResponseBuilder::new()
+        .description("`query_too_long`: the query string is longer than `limits.max_query_bytes`")
+        .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
+        .build();
+    for item in document.paths.paths.values_mut() {
+        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.head, &mut item.patch];
+        for operation in operations.into_iter().flatten() {
+            operation.responses.responses.entry("414".to_owned()).or_insert_with(|| response.clone().into());
+        }
+    }
 }
 
 /// `GET /api/openapi.json`: this document.
