@@ -71,7 +71,7 @@ enum Command {
         /// bytes per index position; compressed, most take far less).
         #[arg(long, default_value_t = 4)]
         pieces: usize,
-        /// Output directory [default: the configured builtin.dir, `tbcache`].
+        /// Output directory [default: the configured builtin.dir, by default `$XDG_CACHE_HOME/tbserver` or `~/.cache/tbserver`].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Leave out DTM50 (WDL50, DTZ50'' and DTM only) [default: the

@@ -190,7 +190,7 @@ fn generating_store(out: &Path, with_dtm50: bool) -> Store {
 /// Opens or generates `all` (in generation order, each after what it needs)
 /// in `store`, writing into `out`, with a plan first and a progress bar.
 fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, BuiltinError> {
-    let missing: Vec<&Material> = all.iter().filter(|m| !store.path_of(m).exists()).collect();
+    let missing: Vec<&Material> = all.iter().filter(|m| store.find(m).is_none()).collect();
     let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
     let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
     println!(

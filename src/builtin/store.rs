@@ -257,6 +257,9 @@ pub struct Store {
 
 struct Inner {
     dir: PathBuf,
+    /// Tables made ahead, read-only (a container image's): a table not in
+    /// `dir` is opened from here before it is generated.
+    shipped_dir: Option<PathBuf>,
     generate_missing: bool,
     /// Generate DTM50 too, and regenerate tables found without it.
     with_dtm50: bool,
@@ -307,6 +310,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(Inner {
                 dir: dir.into(),
+                shipped_dir: None,
                 generate_missing,
                 with_dtm50: true,
                 waiting: Waiting::Block,
@@ -329,15 +333,18 @@ impl Store {
             }),
         };
         remove_stale_temporary_files(&store.inner.dir);
-        let on_disk = fs::read_dir(&store.inner.dir).into_iter().flatten().flatten().any(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.strip_suffix(&format!(".{}", format::EXTENSION))
-                .and_then(Material::parse)
-                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
-        });
-        store.inner.beyond_lazy.store(on_disk, Ordering::SeqCst);
+        store.inner.note_large_tables(&store.inner.dir);
         store
+    }
+
+    /// Tables made ahead in `dir`, read-only (the container image's
+    /// `/usr/share/tbserver/builtin`): a table missing from the store's own
+    /// directory is mapped from there rather than generated. Nothing is
+    /// ever written there.
+    pub fn with_shipped_dir(self, dir: impl Into<PathBuf>) -> Store {
+        let dir = dir.into();
+        self.inner.note_large_tables(&dir);
+        self.configure(|i| i.shipped_dir = Some(dir))
     }
 
     /// Most pieces of the positions lookups may answer: those of the tables
@@ -398,8 +405,15 @@ impl Store {
         &self.inner.dir
     }
 
+    /// Where this store writes the table of `material`.
     pub fn path_of(&self, material: &Material) -> PathBuf {
         self.inner.path_of(material)
+    }
+
+    /// The file of `material` this store opens, in its own directory or
+    /// the shipped one; `None` if there is none yet.
+    pub fn find(&self, material: &Material) -> Option<PathBuf> {
+        self.inner.find(material)
     }
 
     /// The table of a canonical material, waiting for it to be generated if
@@ -446,7 +460,7 @@ impl Store {
         }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
-            plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
+            plan.iter().filter(|m| inner.ready(m).is_none() && inner.find(m).is_none()).collect();
         // The request takes its place in the bounded queue under the lock;
         // the budget (file system and /proc reads) is checked outside it, and
         // the place given back if it does not fit.
@@ -535,7 +549,7 @@ impl Store {
             && !progress.tables.iter().any(|t| Material::parse(&t.material).is_some_and(|m| q.is_queued(&m)))
         {
             GenerationState::Failed
-        } else if q.is_queued(&material) || self.inner.ready(&material).is_some() || self.path_of(&material).exists() {
+        } else if q.is_queued(&material) || self.inner.ready(&material).is_some() || self.find(&material).is_some() {
             GenerationState::Pending
         } else {
             GenerationState::NotStarted
@@ -582,8 +596,34 @@ impl Inner {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Remembers whether `dir` holds a table beyond the lazily generated
+    /// sizes, which lets lookups answer positions of that size.
+    fn note_large_tables(&self, dir: &Path) {
+        let on_disk = fs::read_dir(dir).into_iter().flatten().flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.strip_suffix(&format!(".{}", format::EXTENSION))
+                .and_then(Material::parse)
+                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
+        });
+        if on_disk {
+            self.beyond_lazy.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The file of `material` this store writes.
     fn path_of(&self, material: &Material) -> PathBuf {
         self.dir.join(format!("{}.{}", material.name(), format::EXTENSION))
+    }
+
+    /// The file of `material` this store would open: its own, else the
+    /// shipped one; `None` when neither exists.
+    fn find(&self, material: &Material) -> Option<PathBuf> {
+        let name = format!("{}.{}", material.name(), format::EXTENSION);
+        std::iter::once(&self.dir)
+            .chain(&self.shipped_dir)
+            .map(|d| d.join(&name))
+            .find(|p| p.exists())
     }
 
     /// The table of `m`, if it is ready. Lock-free.
@@ -796,7 +836,13 @@ impl Inner {
         layout: &Layout,
         written: Option<&[u8; format::HEADER_LEN]>,
     ) -> Result<Option<Table>, String> {
-        let path = self.path_of(material);
+        let path = match written {
+            Some(_) => self.path_of(material),
+            None => match self.find(material) {
+                Some(path) => path,
+                None => return Ok(None),
+            },
+        };
         let file = match fs::File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -1145,6 +1191,36 @@ mod tests {
         assert!(on_disk.path.is_some() && matches!(on_disk.data, Data::Mapped(_)));
         assert_eq!(in_memory.bytes(), on_disk.bytes());
         assert_eq!(fs::read(on_disk.path.as_ref().unwrap()).unwrap(), on_disk.bytes());
+        let _ = fs::remove_dir_all(&base);
+    }
+
+    /// Tables shipped ahead (a container image's) are mapped from their
+    /// read-only directory; only what is missing there is generated, into
+    /// the store's own directory, and a table there takes precedence.
+    #[test]
+    fn shipped_tables_are_used_and_never_written() {
+        let base = std::env::temp_dir().join(format!("tbserver-store-shipped-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (shipped, own) = (base.join("shipped"), base.join("own"));
+        let krk = Material::parse("KRvK").unwrap();
+        let kqk = Material::parse("KQvK").unwrap();
+        let made = Store::new(&shipped, true).table(&krk).unwrap();
+        let store = Store::new(&own, true).with_shipped_dir(&shipped);
+        assert_eq!(store.find(&krk), Some(shipped.join("KRvK.tbsb")));
+        let found = store.table(&krk).unwrap();
+        assert_eq!(found.path.as_deref(), Some(shipped.join("KRvK.tbsb").as_path()));
+        assert_eq!(found.bytes(), made.bytes());
+        assert_eq!(store.generations(), 0);
+        assert!(!own.join("KRvK.tbsb").exists());
+        // Not shipped: generated into the store's own directory.
+        let generated = store.table(&kqk).unwrap();
+        assert_eq!(generated.path.as_deref(), Some(own.join("KQvK.tbsb").as_path()));
+        assert_eq!(store.generations(), 1);
+        assert!(!shipped.join("KQvK.tbsb").exists());
+        // A table in the own directory is preferred to the shipped one.
+        let both = Store::new(&own, true).with_shipped_dir(&base.join("shipped"));
+        Store::new(&own, true).table(&krk).unwrap();
+        assert_eq!(both.find(&krk), Some(own.join("KRvK.tbsb")));
         let _ = fs::remove_dir_all(&base);
     }
 

@@ -51,7 +51,7 @@ fn covered<T>(r: Result<Option<T>, Unavailable>) -> ProbeResult<T> {
 /// which of those probes may need are not there yet.
 fn report_missing(store: &Store, pieces: usize) {
     let all = builtin::all_materials(pieces);
-    let missing: Vec<String> = all.iter().filter(|m| !store.path_of(m).exists()).map(|m| m.name()).collect();
+    let missing: Vec<String> = all.iter().filter(|m| store.find(m).is_none()).map(|m| m.name()).collect();
     if missing.is_empty() {
         tracing::info!(dir = %store.dir().display(), tables = all.len(), "read-only built-in tables: all present");
     } else {
@@ -80,6 +80,10 @@ impl BuiltinSource {
             .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20)
             .with_cache_mib(config.cache_mib);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
+        let store = match &config.shipped_dir {
+            Some(dir) => store.with_shipped_dir(dir),
+            None => store,
+        };
         let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
             let background = Arc::clone(&store);
@@ -195,7 +199,7 @@ impl TableSource for BuiltinSource {
         }
         let table = match store.loaded().into_iter().find(|t| &t.material == material) {
             Some(table) => table,
-            None if store.path_of(material).exists() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
+            None if store.find(material).is_some() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
             None if store.generation_state(material).0 == GenerationState::Pending => {
                 return Err(Unanswered::Generating { material: name });
             }
