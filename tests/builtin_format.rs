@@ -120,3 +120,77 @@ fn v4_gives_back_every_value_the_generator_computed() {
     // docs/builtin-format.md). The bound keeps it from growing back.
     assert!(v4_file <= 90_000_000, "all 35 tables with DTM50 within 90 MB: {v4_file}");
 }
+
+/// Tables of 5 pieces checked by [`v4_gives_back_every_five_piece_value`]:
+/// `TBSERVER_FORMAT_FIVE` (comma-separated; `all` for the three below), or
+/// none in the quick tier, where generating one takes minutes and 6-7 GiB.
+/// KNNvKN is nearly all draws, KRBvKQ has mates of up to 140 plies with
+/// many DTM50 change points, KNNNvK has three identical men.
+fn five_piece_tables() -> Vec<tbserver::builtin::Material> {
+    let names = std::env::var("TBSERVER_FORMAT_FIVE").unwrap_or_else(|_| if exhaustive() { "all".into() } else { String::new() });
+    let names = if names == "all" { "KNNvKN,KRBvKQ,KNNNvK".to_string() } else { names };
+    names
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| tbserver::builtin::Material::parse(n).filter(|m| m.pieces() == 5).unwrap_or_else(|| panic!("{n}: not a table of 5 pieces")))
+        .collect()
+}
+
+/// Format v4 against the generator for tables of 5 pieces, every legal
+/// position: DTZ50'', DTM, and DTM50's segments (equal segments give equal
+/// values at every clock; the 3-4-piece test also reads every clock).
+#[test]
+fn v4_gives_back_every_five_piece_value() {
+    let tables = five_piece_tables();
+    report!(
+        "format v4, tables of 5 pieces checked: {}",
+        if tables.is_empty() { "none (TBSERVER_FORMAT_FIVE names them)".into() } else { tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ") }
+    );
+    if tables.is_empty() {
+        return;
+    }
+    let store = Store::new(generated_builtin_dir(), true).with_lazy_max_pieces(5);
+    let never = AtomicBool::new(false);
+    for m in tables {
+        let started = std::time::Instant::now();
+        let wanted = tbserver::builtin::with_dependencies(std::slice::from_ref(&m));
+        tbserver::builtin::generate_in(&store, &wanted, &|_| {}).expect("generate");
+        let t = store.table(&m).unwrap();
+        let layout = Layout::new(&m);
+        let lookup = |b: &tbserver::builtin::generate::Board| store.lookup(b).map_err(|e| e.to_string());
+        let g = generate(&layout, &lookup, true, &never).unwrap();
+        let oracle = g.dtm50.as_ref().unwrap();
+        let checked: u64 = (0..layout.size as u32)
+            .into_par_iter()
+            .chunks(1 << 16)
+            .map(|chunk| {
+                let (mut segments, mut expected, mut n) = (Vec::new(), Vec::new(), 0u64);
+                for idx in chunk {
+                    let i = idx as usize;
+                    if g.dtz[i] == tbserver::builtin::value::UNKNOWN {
+                        continue;
+                    }
+                    let v = t.try_values(idx).unwrap();
+                    assert_eq!((v.dtz, v.dtm), (g.dtz[i], g.dtm[i]), "{} index {idx}", m.name());
+                    segments.clear();
+                    expected.clear();
+                    t.try_segments_into(idx, &mut segments).unwrap();
+                    oracle.segments_into(idx, &mut expected);
+                    assert_eq!(segments, expected, "{} index {idx}", m.name());
+                    n += 1;
+                }
+                n
+            })
+            .sum();
+        assert_eq!(checked, g.legal_positions, "{}", m.name());
+        let v3 = format::v3_bytes(layout.size, Some(oracle));
+        report!(
+            "{}: {checked} legal positions equal (DTZ, DTM, DTM50 segments); v3 {} bytes, v4 {} bytes ({:.0}x smaller); {:.0} s",
+            m.name(),
+            v3.iter().sum::<u64>(),
+            t.file_size(),
+            v3.iter().sum::<u64>() as f64 / t.file_size() as f64,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
