@@ -297,3 +297,69 @@ fn rebuilt_answers_read_back_equal_a_fresh_search() {
     assert_eq!(mismatches.into_inner(), 0);
     assert!(hits > misses, "the second round reads every answer back");
 }
+
+/// `shared/reference/chesstb-positions-5.jsonl` (values chesstb's own prober
+/// read from the shared 5-piece files, `KNNNK` and `KQKRB`) through
+/// `/api/v1/probe`, with Syzygy and Gaviota configured beside chesstb as a
+/// service would be: WDL50 at clock 0, DTZ, DTM and DTM50 at the position's
+/// own clock, every position.
+#[test]
+fn five_piece_reference_through_the_api() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions-5.jsonl")).expect("5-piece reference file");
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let mut per_material: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tally = Tally::default();
+    let mut decisive_at_clock = 0;
+    for line in reference.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fen = r["fen"].as_str().unwrap();
+        let (status, a) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {a}");
+        *per_material.entry(r["material"].as_str().unwrap().to_string()).or_default() += 1;
+        let wdl = r["wdl"].as_str().unwrap();
+        let sign = match wdl {
+            "WIN" | "CURSED_WIN" => 1,
+            "LOSE" | "BLESSED_LOSS" => -1,
+            _ => 0,
+        };
+        let wdl50 = match wdl {
+            "WIN" => 2,
+            "CURSED_WIN" => 1,
+            "DRAW" => 0,
+            "BLESSED_LOSS" => -1,
+            _ => -2,
+        };
+        tally.check("wdl", fen, a["wdl50"].as_i64(), Some(wdl50));
+        if a["checkmate"] == true {
+            tally.check("checkmate", fen, (wdl, r["dtm_plies"].as_u64()), ("LOSE", Some(0)));
+            continue;
+        }
+        tally.check("dtz_plies", fen, a["dtz50"]["plies"].as_i64(), r["dtz_plies"].as_i64().map(|d| sign * d));
+        tally.check("dtm_plies", fen, a["dtm"]["plies"].as_i64(), r["dtm_plies"].as_i64().map(|d| sign * d));
+        let d50 = &r["dtm50"];
+        let theirs = match d50["class"].as_str().unwrap() {
+            "WIN" => d50["plies"].as_i64().unwrap(),
+            "LOSE" => -d50["plies"].as_i64().unwrap(),
+            _ => 0,
+        };
+        decisive_at_clock += usize::from(theirs != 0);
+        tally.check("dtm50_plies", fen, a["dtm50"]["plies"].as_i64(), Some(theirs));
+        tally.check("dtm50 clock", fen, a["dtm50"]["halfmove_clock"].as_u64(), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()));
+        // A stalemate is decided by the rules, not a table.
+        let source = if a["stalemate"] == true { "rules" } else { "chesstb" };
+        tally.check("dtm/dtm50 source", fen, (a["sources"]["dtm"].as_str(), a["sources"]["dtm50"].as_str()), (Some(source), Some(source)));
+    }
+    let total: usize = per_material.values().sum();
+    println!("5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock");
+    for (metric, n) in &tally.agree {
+        println!("  {metric}: {n} agree");
+    }
+    for (metric, list) in &tally.disagree {
+        println!("  {metric}: {} DISAGREE, e.g. {:?}", list.len(), &list[..list.len().min(3)]);
+    }
+    assert!(tally.disagree.is_empty(), "the API disagrees with chesstb's prober at 5 pieces");
+    assert_eq!(total, 600);
+    assert_eq!(per_material.len(), 2);
+}
