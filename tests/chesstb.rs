@@ -363,3 +363,26 @@ fn five_piece_reference_through_the_api() {
     assert_eq!(total, 600);
     assert_eq!(per_material.len(), 2);
 }
+
+/// Six pieces, beyond every table: Black's only move takes the rook into a
+/// lost KNNNvK, which only chesstb's shared `KNNNK` covers (no Syzygy file,
+/// no built-in table of 5 pieces here), and `/api/v1/analyse` scores the
+/// line exactly from it.
+#[test]
+fn six_piece_line_into_a_five_piece_chesstb_table() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let six = "7N/8/8/8/8/6K1/8/kRNN4 b - - 0 1";
+    let child = "7N/8/8/8/8/6K1/8/1kNN4 w - - 0 1";
+    let (status, c) = server.get(&format!("/api/v1/probe?fen={}", common::enc(child)));
+    assert_eq!(status, 200, "{child}: {c}");
+    assert_eq!((c["sources"]["dtm50"].as_str(), c["dtm50"]["exact"].as_bool()), (Some("chesstb"), Some(true)), "{child}: {c}");
+    let child_plies = c["dtm50"]["plies"].as_i64().unwrap();
+    assert!(child_plies > 0, "{child}: {c}");
+    let (status, a) = server.get(&format!("/api/v1/analyse?fen={}&movetime_ms=20000", common::enc(six)));
+    assert_eq!(status, 200, "{six}: {a}");
+    assert_eq!(a["score"]["bound"], "exact", "{six}: {a}");
+    assert_eq!(a["score"]["mate_in_plies"].as_i64(), Some(-(child_plies + 1)), "{six}: {a}");
+    report!("6 pieces: {six} mated in {} plies, exact, through chesstb's KNNNK ({child}: mate in {child_plies})", child_plies + 1);
+}
