@@ -386,3 +386,39 @@ fn six_piece_line_into_a_five_piece_chesstb_table() {
     assert_eq!(a["score"]["mate_in_plies"].as_i64(), Some(-(child_plies + 1)), "{six}: {a}");
     report!("6 pieces: {six} mated in {} plies, exact, through chesstb's KNNNK ({child}: mate in {child_plies})", child_plies + 1);
 }
+
+/// `/api/v1/mainline` carries chesstb's DTC at the start and after every
+/// step, equal to what `/api/v1/probe` answers for the position on the line
+/// (checked against chesstb's prober in `dtc_in_the_answers`).
+#[test]
+fn mainline_steps_carry_dtc() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let (mut steps, mut decisive) = (0, 0);
+    for fen in ["8/2k5/8/8/8/6P1/2K5/5B2 b - - 0 1", "8/8/8/4k3/8/8/3PK3/8 w - - 0 1", "8/3N4/8/5N2/8/8/K7/2k4N w - - 40 1"] {
+        let (status, line) = server.get(&format!("/api/v1/mainline?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {line}");
+        let mut pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
+        let (_, first) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        assert_eq!(line["dtc"], first["dtc"], "{fen}: {line}");
+        assert!(line["dtc"].is_object(), "{fen}: {line}");
+        for step in line["mainline"].as_array().unwrap() {
+            let m = step["uci"].as_str().unwrap().parse::<shakmaty::uci::UciMove>().unwrap().to_move(&pos).unwrap();
+            pos.play_unchecked(m);
+            let here = shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string();
+            let (status, p) = server.get(&format!("/api/v1/probe?fen={}", common::enc(&here)));
+            if status != 200 {
+                // The game is over on the board (no table value).
+                assert!(step["dtc"].is_null(), "{here}: {step}");
+                continue;
+            }
+            assert_eq!(step["dtc"], p["dtc"], "{fen}, after {} ({here}): {step}", step["uci"]);
+            assert!(step["dtc"].is_object() || p["checkmate"] == true, "{here}: {step}");
+            steps += 1;
+            decisive += usize::from(step["dtc"]["plies"].as_i64().is_some_and(|d| d != 0));
+        }
+    }
+    report!("mainline DTC: {steps} steps equal /api/v1/probe, {decisive} decisive");
+    assert!(steps > 20 && decisive > 20, "{steps} {decisive}");
+}
