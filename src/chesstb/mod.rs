@@ -253,6 +253,13 @@ impl Chesstb {
         self.stored(pos)
     }
 
+    /// Whether the `kind` file stores `pos`'s side to move: chesstb's
+    /// `shrink` may keep one side in the WDL file and the other in the DTM50
+    /// pack. `None` if there is no such file for the material.
+    pub fn stores_side_to_move_in(&self, pos: &Chess, kind: Kind) -> Result<Option<bool>, ProbeError> {
+        self.stored_in(pos, kind)
+    }
+
     /// WDL at clock 0 (en passant included); `None` if no table covers it.
     pub fn probe_wdl(&self, pos: &Chess) -> Result<Option<Class>, ProbeError> {
         if !self.covers(pos) {

@@ -70,8 +70,15 @@ fn builtin_curve(store: &Store, pos: &Chess) -> Vec<i32> {
 }
 
 pub fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
+    check_where(tb, store, pos, counts, |pos| tb.stores_side_to_move(pos).expect("chesstb").expect("covered"))
+}
+
+/// [`check`], with the exhaustive run's test of whether the files store a
+/// position's side to move (checked always) or leave it to a rebuild
+/// (checked 1 in [`DROPPED_SIDE_SAMPLE`]) given.
+pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool) {
     let sample = sampled(pos);
-    if exhaustive() && !sample && !tb.stores_side_to_move(pos).expect("chesstb").expect("covered") {
+    if exhaustive() && !sample && !stored(pos) {
         counts.dropped_unchecked.fetch_add(1, Ordering::Relaxed);
         return;
     }
