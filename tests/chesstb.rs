@@ -352,12 +352,12 @@ fn five_piece_reference_through_the_api() {
         tally.check("dtm/dtm50 source", fen, (a["sources"]["dtm"].as_str(), a["sources"]["dtm50"].as_str()), (Some(source), Some(source)));
     }
     let total: usize = per_material.values().sum();
-    println!("5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock");
+    report!("5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock");
     for (metric, n) in &tally.agree {
-        println!("  {metric}: {n} agree");
+        report!("  {metric}: {n} agree");
     }
     for (metric, list) in &tally.disagree {
-        println!("  {metric}: {} DISAGREE, e.g. {:?}", list.len(), &list[..list.len().min(3)]);
+        report!("  {metric}: {} DISAGREE, e.g. {:?}", list.len(), &list[..list.len().min(3)]);
     }
     assert!(tally.disagree.is_empty(), "the API disagrees with chesstb's prober at 5 pieces");
     assert_eq!(total, 600);

@@ -6,6 +6,9 @@
 //! the PROVENANCE file there). No table file is needed: 6-piece tables
 //! cannot be generated here, so this is how their index is proven.
 
+#[macro_use]
+mod common;
+
 use std::{collections::BTreeMap, io::Read};
 
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
@@ -59,10 +62,10 @@ fn index_agrees_with_chesstb_code() {
             c.mismatches.push(format!("{fen} perm {perm}: ours {ours:?}, chesstb {theirs:?}"));
         }
     }
-    println!("chesstb index vs chesstb's code: {} positions, {} tables", classes.values().map(|c| c.positions).sum::<usize>(), tables.len());
-    println!("  class             positions  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  mismatches");
+    report!("chesstb index vs chesstb's code: {} positions, {} tables", classes.values().map(|c| c.positions).sum::<usize>(), tables.len());
+    report!("  class             positions  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  mismatches");
     for (name, c) in &classes {
-        println!(
+        report!(
             "  {name:<17} {:>9}  {:>7}  {:>7}  {:>11}  {:>8}  {:>11}  {:>13}  {:>10}",
             c.positions, c.five, c.six, c.above_2_32, c.mirrored, c.transformed, c.diagonal_flips, c.mismatches.len()
         );
@@ -70,7 +73,7 @@ fn index_agrees_with_chesstb_code() {
     let mut failed = 0;
     for (name, c) in &classes {
         for m in c.mismatches.iter().take(5) {
-            println!("MISMATCH {name}: {m}");
+            report!("MISMATCH {name}: {m}");
         }
         failed += c.mismatches.len();
     }
@@ -232,7 +235,7 @@ fn blocks_past_4_gib() {
     let tb = tbserver::chesstb::Chesstb::open(&[dir.clone()], 16 << 20);
     let wdl = |pos: &Chess| tb.probe_wdl(pos).unwrap_or_else(|e| panic!("{e}")).expect("covered");
     use tbserver::chesstb::Class;
-    println!(
+    report!(
         "past 4 GiB: file {file_len} bytes, block {target} of {blocks} at data offset {at} (offsets {sample_width}-bit samples); \
          index {win_idx} reads {:?}, index {draw_idx} reads {:?}",
         wdl(&win),
