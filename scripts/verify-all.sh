@@ -14,6 +14,12 @@
 #    3-4-piece material whose side to move the files store, 1 in 8 of the
 #    side they leave out to be rebuilt by search, with DTC on that 1 in 8
 #    (tests/chesstb_vs_builtin.rs);
+#  - chesstb's 5-piece tables KNNNK and KQKRB against the built-in KNNNvK
+#    and KRBvKQ, the same metrics on the same terms (tests/chesstb_five.rs):
+#    a third of the built-in indexes per run, the ones = k mod 3 where k is
+#    the number of commits mod 3, so three consecutive commits cover every
+#    position; TBSERVER_CHESSTB_FIVE_SHARE=all checks all of them in one run
+#    (or k/n for another share);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
 #    150 short mates proven exactly (tests/dtm50.rs);
 #  - format v4 against the generator's arrays: DTZ50'', DTM and DTM50 at every
@@ -35,6 +41,8 @@ export TBSERVER_EXHAUSTIVE=1
 start=$SECONDS
 TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo test --release --test builtin_vs_tables
 cargo test --release --test chesstb_vs_builtin
+share=${TBSERVER_CHESSTB_FIVE_SHARE:-$(( $(git rev-list --count HEAD 2>/dev/null || echo $(( $(date +%s) / 86400 ))) % 3 ))/3}
+TBSERVER_CHESSTB_FIVE_SHARE=$share cargo test --release --test chesstb_five
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
 cargo test --release --test builtin_format
 cargo test --release --test cluster_generation -- sharded_waves_make_the_same_files_as_one_run

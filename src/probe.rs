@@ -494,6 +494,9 @@ pub struct MainlineStep {
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
     pub dtm50: Option<Dtm50>,
+    /// chesstb's distance to conversion after the move, where its tables
+    /// have it (as in `/api/v1/probe`).
+    pub dtc: Option<Dtc>,
     #[serde(skip)]
     pub m: Move,
 }
@@ -507,6 +510,7 @@ pub struct Mainline {
     pub dtz50: Option<Dtz50>,
     pub dtm: Option<Dtm>,
     pub dtm50: Option<Dtm50>,
+    pub dtc: Option<Dtc>,
     pub mainline: Vec<MainlineStep>,
     /// `w`, `b`, or null for a draw.
     pub winner: Option<char>,
@@ -531,6 +535,7 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
         dtz50: first.info.dtz50,
         dtm: first.info.dtm,
         dtm50: first.info.dtm50,
+        dtc: first.info.dtc,
         mainline: Vec::new(),
         winner: None,
         end: MainlineEnd::Draw,
@@ -585,6 +590,7 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
             dtz50: best.after.dtz50,
             dtm: best.after.dtm,
             dtm50: best.after.dtm50,
+            dtc: best.after.dtc,
             m: best.m,
         });
         pos.play_unchecked(best.m);

@@ -297,3 +297,128 @@ fn rebuilt_answers_read_back_equal_a_fresh_search() {
     assert_eq!(mismatches.into_inner(), 0);
     assert!(hits > misses, "the second round reads every answer back");
 }
+
+/// `shared/reference/chesstb-positions-5.jsonl` (values chesstb's own prober
+/// read from the shared 5-piece files, `KNNNK` and `KQKRB`) through
+/// `/api/v1/probe`, with Syzygy and Gaviota configured beside chesstb as a
+/// service would be: WDL50 at clock 0, DTZ, DTM and DTM50 at the position's
+/// own clock, every position.
+#[test]
+fn five_piece_reference_through_the_api() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions-5.jsonl")).expect("5-piece reference file");
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let mut per_material: BTreeMap<String, usize> = BTreeMap::new();
+    let mut tally = Tally::default();
+    let mut decisive_at_clock = 0;
+    for line in reference.lines() {
+        let r: serde_json::Value = serde_json::from_str(line).unwrap();
+        let fen = r["fen"].as_str().unwrap();
+        let (status, a) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {a}");
+        *per_material.entry(r["material"].as_str().unwrap().to_string()).or_default() += 1;
+        let wdl = r["wdl"].as_str().unwrap();
+        let sign = match wdl {
+            "WIN" | "CURSED_WIN" => 1,
+            "LOSE" | "BLESSED_LOSS" => -1,
+            _ => 0,
+        };
+        let wdl50 = match wdl {
+            "WIN" => 2,
+            "CURSED_WIN" => 1,
+            "DRAW" => 0,
+            "BLESSED_LOSS" => -1,
+            _ => -2,
+        };
+        tally.check("wdl", fen, a["wdl50"].as_i64(), Some(wdl50));
+        if a["checkmate"] == true {
+            tally.check("checkmate", fen, (wdl, r["dtm_plies"].as_u64()), ("LOSE", Some(0)));
+            continue;
+        }
+        tally.check("dtz_plies", fen, a["dtz50"]["plies"].as_i64(), r["dtz_plies"].as_i64().map(|d| sign * d));
+        tally.check("dtm_plies", fen, a["dtm"]["plies"].as_i64(), r["dtm_plies"].as_i64().map(|d| sign * d));
+        let d50 = &r["dtm50"];
+        let theirs = match d50["class"].as_str().unwrap() {
+            "WIN" => d50["plies"].as_i64().unwrap(),
+            "LOSE" => -d50["plies"].as_i64().unwrap(),
+            _ => 0,
+        };
+        decisive_at_clock += usize::from(theirs != 0);
+        tally.check("dtm50_plies", fen, a["dtm50"]["plies"].as_i64(), Some(theirs));
+        tally.check("dtm50 clock", fen, a["dtm50"]["halfmove_clock"].as_u64(), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()));
+        // A stalemate is decided by the rules, not a table.
+        let source = if a["stalemate"] == true { "rules" } else { "chesstb" };
+        tally.check("dtm/dtm50 source", fen, (a["sources"]["dtm"].as_str(), a["sources"]["dtm50"].as_str()), (Some(source), Some(source)));
+    }
+    let total: usize = per_material.values().sum();
+    report!("5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock");
+    for (metric, n) in &tally.agree {
+        report!("  {metric}: {n} agree");
+    }
+    for (metric, list) in &tally.disagree {
+        report!("  {metric}: {} DISAGREE, e.g. {:?}", list.len(), &list[..list.len().min(3)]);
+    }
+    assert!(tally.disagree.is_empty(), "the API disagrees with chesstb's prober at 5 pieces");
+    assert_eq!(total, 600);
+    assert_eq!(per_material.len(), 2);
+}
+
+/// Six pieces, beyond every table: Black's only move takes the rook into a
+/// lost KNNNvK, which only chesstb's shared `KNNNK` covers (no Syzygy file,
+/// no built-in table of 5 pieces here), and `/api/v1/analyse` scores the
+/// line exactly from it.
+#[test]
+fn six_piece_line_into_a_five_piece_chesstb_table() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let six = "7N/8/8/8/8/6K1/8/kRNN4 b - - 0 1";
+    let child = "7N/8/8/8/8/6K1/8/1kNN4 w - - 0 1";
+    let (status, c) = server.get(&format!("/api/v1/probe?fen={}", common::enc(child)));
+    assert_eq!(status, 200, "{child}: {c}");
+    assert_eq!((c["sources"]["dtm50"].as_str(), c["dtm50"]["exact"].as_bool()), (Some("chesstb"), Some(true)), "{child}: {c}");
+    let child_plies = c["dtm50"]["plies"].as_i64().unwrap();
+    assert!(child_plies > 0, "{child}: {c}");
+    let (status, a) = server.get(&format!("/api/v1/analyse?fen={}&movetime_ms=20000", common::enc(six)));
+    assert_eq!(status, 200, "{six}: {a}");
+    assert_eq!(a["score"]["bound"], "exact", "{six}: {a}");
+    assert_eq!(a["score"]["mate_in_plies"].as_i64(), Some(-(child_plies + 1)), "{six}: {a}");
+    report!("6 pieces: {six} mated in {} plies, exact, through chesstb's KNNNK ({child}: mate in {child_plies})", child_plies + 1);
+}
+
+/// `/api/v1/mainline` carries chesstb's DTC at the start and after every
+/// step, equal to what `/api/v1/probe` answers for the position on the line
+/// (checked against chesstb's prober in `dtc_in_the_answers`).
+#[test]
+fn mainline_steps_carry_dtc() {
+    let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
+    config.chesstb = vec![dir];
+    let server = common::TestServer::start(config);
+    let (mut steps, mut decisive) = (0, 0);
+    for fen in ["8/2k5/8/8/8/6P1/2K5/5B2 b - - 0 1", "8/8/8/4k3/8/8/3PK3/8 w - - 0 1", "8/3N4/8/5N2/8/8/K7/2k4N w - - 40 1"] {
+        let (status, line) = server.get(&format!("/api/v1/mainline?fen={}", common::enc(fen)));
+        assert_eq!(status, 200, "{fen}: {line}");
+        let mut pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
+        let (_, first) = server.get(&format!("/api/v1/probe?fen={}", common::enc(fen)));
+        assert_eq!(line["dtc"], first["dtc"], "{fen}: {line}");
+        assert!(line["dtc"].is_object(), "{fen}: {line}");
+        for step in line["mainline"].as_array().unwrap() {
+            let m = step["uci"].as_str().unwrap().parse::<shakmaty::uci::UciMove>().unwrap().to_move(&pos).unwrap();
+            pos.play_unchecked(m);
+            let here = shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string();
+            let (status, p) = server.get(&format!("/api/v1/probe?fen={}", common::enc(&here)));
+            if status != 200 {
+                // The game is over on the board (no table value).
+                assert!(step["dtc"].is_null(), "{here}: {step}");
+                continue;
+            }
+            assert_eq!(step["dtc"], p["dtc"], "{fen}, after {} ({here}): {step}", step["uci"]);
+            assert!(step["dtc"].is_object() || p["checkmate"] == true, "{here}: {step}");
+            steps += 1;
+            decisive += usize::from(step["dtc"]["plies"].as_i64().is_some_and(|d| d != 0));
+        }
+    }
+    report!("mainline DTC: {steps} steps equal /api/v1/probe, {decisive} decisive");
+    assert!(steps > 20 && decisive > 20, "{steps} {decisive}");
+}

@@ -247,6 +247,12 @@ impl IndexConfig {
     /// The storage index of a position, or `None` if the kings are adjacent
     /// or the placement does not fit the material.
     pub fn index(&self, layout: &Layout, p: &Placement) -> Option<u64> {
+        self.index_parts(layout, p).map(|parts| parts.index)
+    }
+
+    /// The index with the pieces it is made of: what tests compare with
+    /// chesstb's own indexing.
+    pub fn index_parts(&self, layout: &Layout, p: &Placement) -> Option<IndexParts> {
         let [wk, bk] = p.kings;
         if wk >= 64 || bk >= 64 || wk == bk || adjacent(wk, bk) {
             return None;
@@ -275,6 +281,7 @@ impl IndexConfig {
                 }
             }
         }
+        let mut diagonal_flip = false;
         if entry.diag_stabilizer {
             let mut alt = q.clone();
             for c in &self.classes {
@@ -287,6 +294,7 @@ impl IndexConfig {
             };
             if native(&alt) < native(&q) {
                 q = alt;
+                diagonal_flip = true;
             }
         }
 
@@ -318,9 +326,29 @@ impl IndexConfig {
             within += weight * self.class_rank(c, &q);
             weight *= c.table_size;
         }
-        let king = entry.slice as u64;
-        Some((pawn_slice * self.king_slices.num as u64 + king) * self.within_size + within)
+        let king_slice = entry.slice as u64;
+        Some(IndexParts {
+            index: (pawn_slice * self.king_slices.num as u64 + king_slice) * self.within_size + within,
+            king_slice,
+            pawn_slice,
+            transform: t,
+            diagonal_flip,
+        })
     }
+}
+
+/// One position's index and what it was composed of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexParts {
+    pub index: u64,
+    pub king_slice: u64,
+    pub pawn_slice: u64,
+    /// The symmetry that took the kings to their stored placement (bit 1
+    /// mirrors files, 2 ranks, 4 swaps file and rank).
+    pub transform: u8,
+    /// Whether the other pieces were also reflected in the long diagonal,
+    /// as chesstb does when both kings stand on it and that ranks lower.
+    pub diagonal_flip: bool,
 }
 
 #[cfg(test)]

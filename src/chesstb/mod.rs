@@ -96,6 +96,7 @@ use shakmaty::{Chess, Position};
 
 pub use cache::CacheStats;
 pub use file::Kind;
+pub use index::IndexParts;
 pub use material::TableMaterial;
 pub use probe::{Class, Conversion, Mate, Values};
 pub use rebuilt::RebuiltStats;
@@ -252,6 +253,13 @@ impl Chesstb {
         self.stored(pos)
     }
 
+    /// Whether the `kind` file stores `pos`'s side to move: chesstb's
+    /// `shrink` may keep one side in the WDL file and the other in the DTM50
+    /// pack. `None` if there is no such file for the material.
+    pub fn stores_side_to_move_in(&self, pos: &Chess, kind: Kind) -> Result<Option<bool>, ProbeError> {
+        self.stored_in(pos, kind)
+    }
+
     /// WDL at clock 0 (en passant included); `None` if no table covers it.
     pub fn probe_wdl(&self, pos: &Chess) -> Result<Option<Class>, ProbeError> {
         if !self.covers(pos) {
@@ -290,4 +298,28 @@ impl Chesstb {
         probe::new_probe();
         self.values_with(pos, Some(clock), true, 0)
     }
+}
+
+/// How chesstb indexes one position, as this reader computes it: the table
+/// (stronger side first), whether the board was mirrored to reach it, the
+/// side to move in the table's colours, and the index under the class order
+/// `perm` (a frame's stored permutation) with what it was composed of.
+/// Compared in the tests with chesstb's own indexing code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexTrace {
+    pub table: String,
+    pub mirrored: bool,
+    /// 0: the side named first is to move.
+    pub side: usize,
+    pub parts: IndexParts,
+}
+
+/// [`IndexTrace`] of `pos` under class order `perm`; `None` if the
+/// permutation is out of range or the position outside the index.
+pub fn index_trace(pos: &Chess, perm: u32) -> Option<IndexTrace> {
+    let c = probe::canon(pos);
+    let config = index::IndexConfig::new(&c.material);
+    let parts = config.index_parts(&config.layout(perm)?, &c.placement)?;
+    let mirrored = TableMaterial::of_board(pos.board()).canonical().1;
+    Some(IndexTrace { table: c.material.name(), mirrored, side: c.side, parts })
 }

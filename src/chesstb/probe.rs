@@ -425,6 +425,14 @@ impl Chesstb {
         Ok(Some(stored))
     }
 
+    /// Whether the `kind` file stores the frame of `pos`'s side to move
+    /// (itself or, for a symmetric material, mirrored); `None` without one.
+    pub(super) fn stored_in(&self, pos: &Chess, kind: Kind) -> R<Option<bool>> {
+        let c = canon(pos);
+        let Some(file) = self.file(&c.material, kind)? else { return Ok(None) };
+        Ok(Some(matches!(self.locate(&file, &c, None)?, Located::Direct { .. })))
+    }
+
     /// WDL at clock 0 including en-passant captures; `None` without a table.
     pub(super) fn wdl(&self, pos: &Chess, depth: u32) -> R<Option<Class>> {
         let Some(mut best) = self.wdl_no_ep(pos, depth)? else { return Ok(None) };

@@ -1,0 +1,160 @@
+//! Two independent generators at 5 pieces: chesstb's `KNNNK` and `KQKRB`
+//! (shipping format, in the shared data) against tbserver's built-in
+//! `KNNNvK` and `KRBvKQ`, generated here — WDL, DTZ, DTM and DTM50 at every
+//! clock 0–99, the same comparison as `tests/chesstb_vs_builtin.rs` makes
+//! at 3–4 pieces (`tests/common/two_generators.rs`).
+//!
+//! Quick tier: [`SAMPLE_PER_TABLE`] random positions of each table, every
+//! clock probed as the service probes it. Exhaustive tier
+//! (`TBSERVER_EXHAUSTIVE=1`): every legal position of the side to move the
+//! DTM50 pack stores and 1 in 8 of the side it leaves out, of the share of
+//! built-in indexes that `TBSERVER_CHESSTB_FIVE_SHARE` names: `all` (the
+//! default), or `k/n` for the indexes ≡ k mod n (CI takes a third per run,
+//! see `scripts/verify-all.sh`; three runs cover every position).
+//!
+//! Generating the two built-in tables takes about 3 minutes and up to 7 GiB
+//! on 2 cores, once: they are kept with the other built-in test tables.
+
+#[macro_use]
+mod common;
+#[path = "common/two_generators.rs"]
+mod two_generators;
+
+use std::{path::PathBuf, sync::atomic::Ordering};
+
+use rayon::prelude::*;
+use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
+use tbserver::{
+    builtin::{Material, Store},
+    chesstb::{Chesstb, Kind},
+};
+use two_generators::{Counts, DROPPED_SIDE_SAMPLE, check_where};
+
+/// The built-in table and chesstb's name of the same material.
+const TABLES: [(&str, &str); 2] = [("KNNNvK", "KNNNK"), ("KRBvKQ", "KQKRB")];
+
+/// Positions per table in the quick tier, each at all 100 clocks.
+const SAMPLE_PER_TABLE: usize = 5_000;
+
+/// `(k, n)`: the exhaustive run checks the built-in indexes ≡ k mod n.
+fn share() -> (u64, u64) {
+    let v = std::env::var("TBSERVER_CHESSTB_FIVE_SHARE").unwrap_or_else(|_| "all".into());
+    if v == "all" {
+        return (0, 1);
+    }
+    let (k, n) = v.split_once('/').and_then(|(k, n)| Some((k.parse().ok()?, n.parse().ok()?))).unwrap_or_else(|| {
+        panic!("TBSERVER_CHESSTB_FIVE_SHARE={v}: expected `all` or k/n")
+    });
+    assert!(k < n, "TBSERVER_CHESSTB_FIVE_SHARE={v}: k must be below n");
+    (k, n)
+}
+
+fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+    let mut board = Board::empty();
+    for i in 0..l.n {
+        let (color, role) = l.men[i];
+        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
+    }
+    let mut setup = Setup::empty();
+    setup.board = board;
+    setup.turn = p.turn;
+    Chess::from_setup(setup, CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+}
+
+#[test]
+fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
+    let Some(shared) = common::shared_dir("tables/chesstb/dtm50/KQKRB.lzdtm50") else { return };
+    let tb = Chesstb::open(&[shared.join("tables/chesstb")], 512 << 20);
+    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let store = Store::new(dir, true).with_lazy_max_pieces(5);
+    // Some tables only, as in the other comparisons (`TBSERVER_BUILTIN_TEST_ONLY=KRBvKQ`).
+    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
+    let tables: Vec<(&str, &str)> = TABLES.into_iter().filter(|(b, _)| only.is_empty() || only.split(',').any(|n| n == *b)).collect();
+    let materials: Vec<Material> = tables.iter().map(|(b, _)| Material::parse(b).unwrap()).collect();
+    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {}).expect("generate");
+    report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
+    let seed = common::sample_seed();
+    let (k, n) = share();
+    if common::exhaustive() {
+        report!("share of the built-in indexes: those ≡ {k} mod {n} (TBSERVER_CHESSTB_FIVE_SHARE)");
+    }
+
+    // A side counts as stored where the DTM50 pack stores it (DTM50, DTM
+    // and DTZ are read there directly; WDL may be rebuilt from the
+    // children): chesstb's KNNNK keeps White to move in its WDL file and
+    // Black to move in its pack, so "both files" would leave no side stored.
+    let stored = |p: &Chess| tb.stores_side_to_move_in(p, Kind::Dtm50).expect("chesstb").expect("covered");
+    let counts = Counts::default();
+    let start = std::time::Instant::now();
+    for (m, (builtin, theirs)) in materials.iter().zip(tables) {
+        let t = store.table(m).unwrap();
+        let l = &t.layout;
+        assert!(tb.covers(&to_chess(l, &(0..l.size as u32).find_map(|i| l.decode(i)).unwrap()).unwrap()), "chesstb's {theirs}");
+        let before = counts.positions.load(Ordering::Relaxed);
+        let pairs_before = counts.dtm50_pairs.load(Ordering::Relaxed);
+        let t0 = std::time::Instant::now();
+        if common::exhaustive() {
+            // In chunks: a whole 5-piece table of positions would not fit in memory.
+            let chunk = 1u64 << 20;
+            for from in (0..l.size as u64).step_by(chunk as usize) {
+                let to = (from + chunk).min(l.size as u64);
+                (from..to)
+                    .into_par_iter()
+                    .filter(|i| i % n == k)
+                    .filter_map(|i| l.decode(i as u32))
+                    .filter_map(|p| to_chess(l, &p))
+                    .for_each(|p| check_where(&tb, &store, &p, &counts, stored));
+            }
+        } else {
+            let mut state = seed ^ m.id() as u64 | 1;
+            let mut positions = Vec::new();
+            while positions.len() < SAMPLE_PER_TABLE {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                if let Some(p) = l.decode((state % l.size as u64) as u32)
+                    && let Some(c) = to_chess(l, &p)
+                    && !c.is_game_over()
+                {
+                    positions.push(c);
+                }
+            }
+            positions.par_iter().for_each(|p| check_where(&tb, &store, p, &counts, stored));
+        }
+        let cache = tb.cache_stats();
+        report!(
+            "  {builtin} vs chesstb's {theirs}: {} positions, {} DTM50 (position, clock) pairs, {:.1} s; {} disagreements so far \
+             (chesstb block cache so far: {} hits, {} misses, {} evictions)",
+            counts.positions.load(Ordering::Relaxed) - before,
+            counts.dtm50_pairs.load(Ordering::Relaxed) - pairs_before,
+            t0.elapsed().as_secs_f64(),
+            counts.disagreements.lock().unwrap().len(),
+            cache.hits.load(Ordering::Relaxed),
+            cache.misses.load(Ordering::Relaxed),
+            cache.evictions.load(Ordering::Relaxed),
+        );
+    }
+    let positions = counts.positions.load(Ordering::Relaxed);
+    report!(
+        "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; WDL {} agree, DTM {} agree, DTZ {} agree, \
+         DTM50 {} (position, clock) pairs agree; {} positions of a side to move the files leave out not in the \
+         1-in-{DROPPED_SIDE_SAMPLE} sample",
+        if common::exhaustive() { format!("exhaustive, share {k}/{n}") } else { "sample".into() },
+        positions,
+        start.elapsed().as_secs_f64(),
+        counts.wdl.load(Ordering::Relaxed),
+        counts.dtm.load(Ordering::Relaxed),
+        counts.dtz.load(Ordering::Relaxed),
+        counts.dtm50_pairs.load(Ordering::Relaxed),
+        counts.dropped_unchecked.load(Ordering::Relaxed),
+    );
+    let bad = counts.disagreements.lock().unwrap();
+    assert!(bad.is_empty(), "chesstb and the built-in tables disagree at 5 pieces");
+    assert!(positions > 0);
+    for c in [&counts.wdl, &counts.dtm, &counts.dtz] {
+        assert_eq!(c.load(Ordering::Relaxed), positions);
+    }
+    assert_eq!(counts.dtm50_pairs.load(Ordering::Relaxed), positions * 100);
+}
