@@ -16,10 +16,9 @@
 #    (tests/chesstb_vs_builtin.rs);
 #  - chesstb's 5-piece tables KNNNK and KQKRB against the built-in KNNNvK
 #    and KRBvKQ, the same metrics on the same terms (tests/chesstb_five.rs):
-#    a third of the built-in indexes per run, the ones = k mod 3 where k is
-#    the number of commits mod 3, so three consecutive commits cover every
-#    position; TBSERVER_CHESSTB_FIVE_SHARE=all checks all of them in one run
-#    (or k/n for another share);
+#    every built-in index; TBSERVER_CHESSTB_FIVE_SHARE=k/n takes those = k
+#    mod n (CI takes k = commit count mod 3, so three consecutive commits
+#    cover every position);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
 #    150 short mates proven exactly (tests/dtm50.rs);
 #  - format v4 against the generator's arrays: DTZ50'', DTM and DTM50 at every
@@ -33,7 +32,8 @@
 # Each check prints what it compared; the script prints its time. Needs
 # ../shared (or TBSERVER_SHARED_DIR), like the tests.
 #
-#   scripts/verify-all.sh            # about 25 min on 2 cores
+#   scripts/verify-all.sh            # everything: about an hour on 2 cores
+#   (CI's shares, .ci/run: about 30 min)
 #   TBSERVER_BUILTIN_TEST_ONLY=KQvKR,KPvKP scripts/verify-all.sh   # some tables
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -41,8 +41,7 @@ export TBSERVER_EXHAUSTIVE=1
 start=$SECONDS
 TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo test --release --test builtin_vs_tables
 cargo test --release --test chesstb_vs_builtin
-share=${TBSERVER_CHESSTB_FIVE_SHARE:-$(( $(git rev-list --count HEAD 2>/dev/null || echo $(( $(date +%s) / 86400 ))) % 3 ))/3}
-TBSERVER_CHESSTB_FIVE_SHARE=$share cargo test --release --test chesstb_five
+TBSERVER_CHESSTB_FIVE_SHARE=${TBSERVER_CHESSTB_FIVE_SHARE:-all} cargo test --release --test chesstb_five
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
 cargo test --release --test builtin_format
 cargo test --release --test cluster_generation -- sharded_waves_make_the_same_files_as_one_run
