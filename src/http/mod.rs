@@ -155,11 +155,12 @@ impl Shared {
     /// Runs CPU-bound table work off the async threads, at most
     /// `max_concurrent_probes` at once, through the response cache when a
     /// key is given. The work serializes its answer ([`Answer::encode`]), so
-    /// that a cache hit only clones the stored bytes. Work that only built-in
-    /// tables being generated could answer is tried again each time one is
-    /// ready, for at most `builtin.wait_ms`; meanwhile the request holds no
-    /// thread and no slot. Answers with values still pending are served but
-    /// never cached.
+    /// that a cache hit only clones the stored bytes; work that is never
+    /// cached may serialize only the format asked for
+    /// ([`Answer::encode_only`]). Work that only built-in tables being
+    /// generated could answer is tried again each time one is ready, for at
+    /// most `builtin.wait_ms`; meanwhile the request holds no thread and no
+    /// slot. Answers with values still pending are served but never cached.
     async fn compute(
         self: &Arc<Self>,
         endpoint: Endpoint,
@@ -225,6 +226,13 @@ pub(crate) trait Answer: serde::Serialize {
     /// Serialized in every format, marked complete or not.
     fn encode(&self) -> Encoded {
         let mut encoded = Encoded::new(self);
+        encoded.complete = self.is_complete();
+        encoded
+    }
+
+    /// Serialized in `format` only (see [`Encoded::only`]).
+    fn encode_only(&self, format: Format) -> Encoded {
+        let mut encoded = Encoded::only(self, format);
         encoded.complete = self.is_complete();
         encoded
     }
@@ -440,7 +448,14 @@ async fn answer_parsed<T: Answer>(
     }
     let pos = parse(&fen_param(Query::try_from_uri(&request.uri))?)?;
     let key = normalized_fen(&pos);
-    let encoded = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.encode())).await?;
+    // Without a response cache the answer is sent once, in one format.
+    let (cached, format) = (state.cache.is_some(), request.format);
+    let encoded = state
+        .compute(endpoint, Some(key), move |shared| {
+            let answer = work(&shared.tablebases(), &pos)?;
+            Ok(if cached { answer.encode() } else { answer.encode_only(format) })
+        })
+        .await?;
     // Partial answers are not kept here either.
     if let Some(hot) = state.hot.as_ref().filter(|_| encoded.complete) {
         hot.insert(request.path_and_query(), generation, encoded.clone());
