@@ -441,11 +441,25 @@ async fn answer_parsed<T: Answer>(
 ) -> Result<Response, ApiError> {
     let generation = state.generation.load(Ordering::SeqCst);
     if let Some(hot) = &state.hot
-        && let Some(hit) = hot.get(request.path_and_query(), generation)
+        && let Some(hit) = hot.get(request.path_and_query(), generation, request.format)
     {
         state.telemetry.record_cache(true);
-        return Ok(hit.response(request.format));
+        return Ok(hit);
     }
+    // Boxed: the handler's own future, which the router boxes and moves on
+    // every request, stays small for the hits above.
+    Box::pin(compute_parsed(state, request, endpoint, parse, work, generation)).await
+}
+
+/// [`answer_parsed`] for a request not answered before.
+async fn compute_parsed<T: Answer>(
+    state: &AppState,
+    request: FenRequest,
+    endpoint: Endpoint,
+    parse: fn(&str) -> Result<Chess, ApiError>,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
+    generation: u64,
+) -> Result<Response, ApiError> {
     let pos = parse(&fen_param(Query::try_from_uri(&request.uri))?)?;
     let key = normalized_fen(&pos);
     // Without a response cache the answer is sent once, in one format.
