@@ -22,7 +22,7 @@
 #
 #   LILA_TABLEBASE=/path/to/lila-tablebase scripts/bench-vs-lichess.sh
 #   TBSERVER=target/release/tbserver ...   # default: target/dist/tbserver
-#   DURATION=3 ROUNDS=4 (defaults; about 8 minutes)   PASSES="cached uncached"
+#   DURATION=3 ROUNDS=4 (defaults; about 5 minutes)   PASSES="cached uncached"
 #   CONNECTIONS="64 1"                    TARGETS="lila tb-standard tb-probe tb-probe-cbor"
 set -euo pipefail
 cd "$(dirname "$0")/.."
