@@ -3,6 +3,11 @@
 //! any server must do (one raw `shakmaty-syzygy` DTZ probe per legal move).
 //!
 //! Tables: `$TBSERVER_SHARED_DIR/tables` (default `../shared/tables`).
+//!
+//! Built-in tables (`builtin_4piece`): DTM50 at the position's clock of
+//! random 4-piece positions, warm (blocks in the cache) and cold (every
+//! probe decodes its block: a store whose cache holds nothing). The tables
+//! are generated into the target's tmp dir on first run.
 
 use std::path::PathBuf;
 
@@ -77,5 +82,78 @@ fn bench(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench);
+/// Random legal positions of `material` (e.g. `KRvKP`), with random clocks.
+fn random_positions(material: &str, n: usize, seed: &mut u64) -> Vec<Chess> {
+    use shakmaty::{CastlingMode, Color, FromSetup, Piece, Role, Setup, Square};
+    let mut next = |below: u64| {
+        *seed ^= *seed << 13;
+        *seed ^= *seed >> 7;
+        *seed ^= *seed << 17;
+        *seed % below
+    };
+    let (white, black) = material.split_once('v').expect("a material");
+    let pieces: Vec<Piece> = white
+        .chars()
+        .map(|c| (Color::White, c))
+        .chain(black.chars().map(|c| (Color::Black, c)))
+        .map(|(color, c)| Piece { color, role: Role::from_char(c.to_ascii_lowercase()).expect("a role") })
+        .collect();
+    let mut out = Vec::new();
+    while out.len() < n {
+        let mut setup = Setup::empty();
+        for &p in &pieces {
+            let mut sq = Square::new(next(64) as u32);
+            while setup.board.piece_at(sq).is_some() || (p.role == Role::Pawn && matches!(sq.rank(), shakmaty::Rank::First | shakmaty::Rank::Eighth)) {
+                sq = Square::new(next(64) as u32);
+            }
+            setup.board.set_piece_at(sq, p);
+        }
+        setup.turn = if next(2) == 0 { Color::White } else { Color::Black };
+        setup.halfmoves = next(100) as u32;
+        if let Ok(pos) = Chess::from_setup(setup, CastlingMode::Standard) {
+            out.push(pos);
+        }
+    }
+    out
+}
+
+fn bench_builtin(c: &mut Criterion) {
+    use tbserver::builtin::{Store, all_materials, generate_in};
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables");
+    generate_in(&Store::new(&dir, true), &all_materials(4), &|_| {}).expect("built-in tables");
+    let mut seed = 0x2545_f491_4f6c_dd1d;
+    let positions: Vec<Chess> = ["KQvKR", "KRvKP", "KPvKP", "KRPvK", "KBNvK", "KQvKQ"]
+        .iter()
+        .flat_map(|m| random_positions(m, 200, &mut seed))
+        .collect();
+    // Warm: a cache that holds every block these positions need.
+    let warm = Store::new(&dir, false).with_cache_mib(1024);
+    for pos in &positions {
+        warm.probe_dtm50(pos, pos.halfmoves()).unwrap().expect("4 pieces");
+    }
+    let mut group = c.benchmark_group("builtin_4piece");
+    group.bench_function(BenchmarkId::new("dtm50_at_clock_warm", positions.len()), |b| {
+        b.iter(|| {
+            for pos in &positions {
+                std::hint::black_box(warm.probe_dtm50(pos, pos.halfmoves()).unwrap());
+            }
+        })
+    });
+    // Every probe misses: the cache holds nothing, and consecutive positions
+    // lie in different blocks (and tables), past the per-thread memo.
+    let cold = Store::new(&dir, false).with_cache_mib(0);
+    for pos in &positions {
+        cold.probe_dtm50(pos, pos.halfmoves()).unwrap();
+    }
+    group.bench_function(BenchmarkId::new("dtm50_at_clock_cold", positions.len()), |b| {
+        b.iter(|| {
+            for pos in &positions {
+                std::hint::black_box(cold.probe_dtm50(pos, pos.halfmoves()).unwrap());
+            }
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench, bench_builtin);
 criterion_main!(benches);

@@ -131,16 +131,38 @@ gid=$(chroot "$mnt" id -g "${user%%:*}")
 chroot_bin=$(command -v chroot)
 env -i PATH=/usr/local/bin:/usr/bin:/bin TBSERVER_LISTEN=127.0.0.1:$PORT \
   TBSERVER_SYZYGY=/tables/syzygy TBSERVER_GAVIOTA=/tables/gaviota TBSERVER_BUILTIN_DIR=/var/cache/tbserver \
+  TBSERVER_BUILTIN_SHIPPED_DIR=/usr/share/tbserver/builtin \
   "$chroot_bin" --userspec="$uid:$gid" "$mnt" sh -c 'cd /var/cache/tbserver && exec tbserver serve --log-format json' &
 pid=$!
+started_ns=$(date +%s%N)
+# The first 4-piece answer comes from the tables shipped in the image: DTM
+# and DTM50 of KPPvK exist in no mounted table, and nothing is generated.
+kppk='4k3/8/8/8/8/8/3PP3/4K3 w - - 0 1'
+first=''
+for _ in $(seq 200); do
+  first=$(curl -fsS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$kppk" 2>/dev/null) && break
+  first=''
+  sleep 0.02
+done
+first_ms=$(( ($(date +%s%N) - started_ns) / 1000000 ))
+python3 - "$first" "$first_ms" <<'PY'
+import json, sys
+answer, ms = json.loads(sys.argv[1] or "null"), int(sys.argv[2])
+assert answer, "no KPPvK answer within 4 s of starting"
+print(f"first KPPvK answer {ms} ms after starting: category {answer['category']}, dtm {answer['dtm']}, dtm50 {answer['dtm50']}")
+assert not answer.get("pending"), "KPPvK answer still pending: the shipped tables were not used"
+assert answer["category"] == "win" and answer["dtm"] is not None and answer["dtm50"] is not None, answer
+assert ms <= 1000, f"first KPPvK answer took {ms} ms (over 1 s)"
+PY
+generated=$(find "$mnt/var/cache/tbserver" -name '*.tbsb' | wc -l)
+[ "$generated" = 0 ] || { echo "the image generated $generated tables for a 4-piece answer" >&2; exit 1; }
 for _ in $(seq 100); do
   curl -fsS "http://127.0.0.1:$PORT/readyz" >/dev/null 2>&1 && break
   sleep 0.2
 done
 env -i TBSERVER_LISTEN=127.0.0.1:$PORT "$chroot_bin" --userspec="$uid:$gid" "$mnt" /usr/local/bin/tbserver healthcheck
-# The image starts with an empty built-in directory: the first answers may be
-# partial (`pending` values still being generated) or 503 `generating`. Ask
-# again until the answer is complete, as a client would.
+# Ask until the answer is complete, as a client would (a table the image
+# lacks would answer `pending` or 503 `generating` at first).
 in_image=''
 for _ in $(seq 120); do
   answer=$(curl -sS -G "http://127.0.0.1:$PORT/api/v1/probe" --data-urlencode "fen=$FEN" -w '\n%{http_code}') || true

@@ -16,6 +16,11 @@
 #    (tests/chesstb_vs_builtin.rs);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
 #    150 short mates proven exactly (tests/dtm50.rs);
+#  - format v4 against the generator's arrays: DTZ50'', DTM and DTM50 at every
+#    clock 0-99 of every legal position of the 35 tables of 3-4 pieces, and
+#    DTZ50'', DTM and DTM50's segments of every legal position of KNNvKN,
+#    KRBvKQ and KNNNvK (TBSERVER_FORMAT_FIVE names fewer; CI takes one per
+#    run) (tests/builtin_format.rs);
 #  - generation spread as the Kubernetes Jobs spread it: all 35 tables of 3-4
 #    pieces, 3 processes per dependency wave over one directory, byte for
 #    byte the files of one plain run (tests/cluster_generation.rs).
@@ -31,5 +36,6 @@ start=$SECONDS
 TBSERVER_BUILTIN_TEST_FIVE=${TBSERVER_BUILTIN_TEST_FIVE-KNNvKN,KRBvKQ} cargo test --release --test builtin_vs_tables
 cargo test --release --test chesstb_vs_builtin
 cargo test --release --test dtm50 -- search_agrees_with_dtm50_tables search_proves_short_mates_exactly
+cargo test --release --test builtin_format
 cargo test --release --test cluster_generation -- sharded_waves_make_the_same_files_as_one_run
 echo "exhaustive tier: passed in $((SECONDS - start)) s"

@@ -72,11 +72,12 @@ enum Command {
         #[arg(long, value_name = "I/N")]
         shard: Option<tbserver::builtin::Shard>,
         /// Largest number of pieces, kings included (3 to 5; all 110 tables
-        /// of 5 pieces take hours and, by the file format, at least 458 GB
-        /// with DTM50, 229 GB without: 8 and 4 bytes per index position).
+        /// of 5 pieces take hours and, by the generation budget's upper
+        /// bound, at most 57 GB on disk with DTM50, 29 GB without: 1 and 0.5
+        /// bytes per index position; compressed, most take far less).
         #[arg(long, default_value_t = 4)]
         pieces: usize,
-        /// Output directory [default: the configured builtin.dir, `tbcache`].
+        /// Output directory [default: the configured builtin.dir, by default `$XDG_CACHE_HOME/tbserver` or `~/.cache/tbserver`].
         #[arg(long, value_name = "DIR")]
         out: Option<PathBuf>,
         /// Leave out DTM50 (WDL50, DTZ50'' and DTM only) [default: the

@@ -10,7 +10,9 @@
 //! - Gaviota (`.gtb.cp4`): the block index (header, offsets up to the file's
 //!   end); data inside blocks is not checked (no checksum, and libgtb is
 //!   not safe to probe on damaged files).
-//! - Built-in (`.tbsb`): header and CRC-32, by the store's own reader.
+//! - Built-in (`.tbsb`): header and block index by the store's own reader,
+//!   then every block decoded and checked against its CRC-32; each damaged
+//!   block is named.
 //! - chesstb (`.lzw`, `.lzdtz`, `.lzdtc`, `.lzdtm`, `.lzdtm50`, directly in
 //!   the directory or in its `wdl/ dtz/ dtc/ dtm/ dtm50/`): header, frames
 //!   and offset sections, the trailing XXH64 of the whole file, and that a
@@ -51,11 +53,14 @@ pub fn verify_dir(dir: &Path, deep_samples: usize) -> std::io::Result<Vec<FileRe
             let problems = crate::sources::gaviota::check_cp4_header(&path, bytes).err().into_iter().collect();
             reports.push(FileReport { name, source: Source::Gaviota, checked: "block index".to_owned(), problems });
         } else if let Some(stem) = name.strip_suffix(".tbsb") {
-            let problems = match Material::parse(stem).filter(|m| m.is_canonical()) {
-                None => vec![format!("{stem:?} is not a canonical material name")],
-                Some(material) => builtin.table(&material).err().into_iter().collect(),
+            let (problems, checked) = match Material::parse(stem).filter(|m| m.is_canonical()) {
+                None => (vec![format!("{stem:?} is not a canonical material name")], "name".to_owned()),
+                Some(material) => match builtin.table(&material) {
+                    Err(e) => (vec![e], "header and block index".to_owned()),
+                    Ok(t) => (t.damaged_blocks(), format!("header, block index and {} block checksums", t.block_count())),
+                },
             };
-            reports.push(FileReport { name, source: Source::Builtin, checked: "header and CRC-32".to_owned(), problems });
+            reports.push(FileReport { name, source: Source::Builtin, checked, problems });
         }
     }
     reports.extend(verify_chesstb(dir));

@@ -349,3 +349,53 @@ fn sighup_rescans_the_running_binary() {
     assert_eq!((body["category"].as_str(), body["sources"]["wdl50"].as_str()), (Some("win"), Some("syzygy")), "{body}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A built-in table with one damaged block: the probes that need that block
+/// answer `table_error` naming the table and block; other positions of the
+/// same table, and other tables, keep answering; `/prometheus` shows the
+/// shared block cache at work.
+#[test]
+fn a_damaged_builtin_block_fails_only_its_own_probes() {
+    use tbserver::builtin::{Material, Store, format, store::{board_of, pos_in}};
+    let dir = std::env::temp_dir().join(format!("tbserver-broken-builtin-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let kqvk = Material::parse("KQvK").unwrap();
+    let store = Store::new(&dir, true);
+    let table = store.table(&kqvk).unwrap();
+    store.table(&Material::parse("KRvK").unwrap()).unwrap();
+    let layout = table.layout.clone();
+    let block_of = |fen: &str| {
+        let pos = tbserver::request::parse_fen(fen).unwrap();
+        let b = board_of(&pos).unwrap();
+        layout.index(&pos_in(&layout, &b, false)) as usize / format::BLOCK_POSITIONS
+    };
+    // White to move: their moves lead to Black-to-move positions, another
+    // half of the index, so each probe needs its own position's block.
+    let (damaged, healthy) = (KQVK, "8/8/8/8/8/k7/2K5/7Q w - - 0 1");
+    assert_ne!(block_of(damaged), block_of(healthy));
+    let path = dir.join("KQvK.tbsb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let (_, blocks) = format::validate_layout(&bytes, &kqvk, layout.size).unwrap();
+    let e = blocks.entries[block_of(damaged)];
+    assert!(e.len() > 0, "the block holds values");
+    bytes[e.offset + e.len() / 2] ^= 0x20;
+    std::fs::write(&path, &bytes).unwrap();
+    drop((table, store));
+
+    let mut config = tbserver::config::Config { cache_entries: 0, ..Default::default() };
+    config.builtin.dir = dir.clone();
+    let server = TestServer::start(config);
+    let (status, body) = probe(&server, damaged);
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(body["error"]["code"], "table_error", "{body}");
+    assert!(body.to_string().contains(&format!("KQvK.tbsb block {}: checksum mismatch", block_of(damaged))), "{body}");
+    for fen in [healthy, KRVK] {
+        let (status, body) = probe(&server, fen);
+        assert_eq!((status, body["category"].as_str()), (200, Some("win")), "{fen}: {body}");
+    }
+    let metrics = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
+    let misses = metrics.lines().find(|l| l.starts_with("tbserver_block_cache_misses_total{source=\"builtin\"}"));
+    assert!(misses.is_some_and(|l| !l.ends_with(" 0")), "{metrics}");
+    report!("built-in: one damaged block fails its own probe (table_error), the rest of the table and other tables answer");
+    std::fs::remove_dir_all(&dir).ok();
+}

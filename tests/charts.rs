@@ -200,11 +200,10 @@ fn recount(table: &tbserver::builtin::Table) -> ([Published; 2], [[u64; 5]; 2]) 
     let mut syzygy = [Published::default(), Published::default()];
     let mut distinct = [[0u64; 5]; 2];
     for idx in 0..layout.size as u32 {
+        // Legal by the index: format v4 stores a neighbour's values at an
+        // index no legal position has.
+        let Some(pos) = layout.decode(idx) else { continue };
         let dtz = table.dtz(idx);
-        if dtz == value::UNKNOWN {
-            continue;
-        }
-        let pos = layout.unchecked_pos(idx);
         let side = usize::from(pos.turn == shakmaty::Color::Black);
         let weight = match pair {
             None => 1,

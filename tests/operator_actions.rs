@@ -398,6 +398,8 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
     let fen = "k7/8/8/8/8/8/4P3/3Q3K w - - 0 1";
     let expected = reference_answer(fen);
     let needed = budget::estimate(&target, true).disk_bytes;
+    // The file the shared directory holds: what the write below must not fit.
+    let target_bytes = std::fs::metadata(generated_builtin_dir().join(format!("KQPvK.{}", format::EXTENSION))).unwrap().len();
     let mut outcome = String::new();
     // The disk must fill after the check at the job's start and before the
     // write, a window of the generation's length (hundreds of ms); a slow
@@ -415,9 +417,12 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
         let (status, _) = server.get(&format!("/api/v1/probe?fen={}", fen.replace(' ', "_")));
         assert_eq!(status, 503, "the table is being generated");
         std::thread::sleep(Duration::from_millis(20 << attempt));
-        // Fill the disk but for 1 MiB.
+        // Fill the disk but for 64 KiB: format v4 compresses KQPvK to a
+        // few MB, so a margin must stay well below the file to be written.
+        let left_bytes: u64 = 64 << 10;
+        assert!(target_bytes > 4 * left_bytes, "KQPvK takes {target_bytes} bytes: the disk would not fill");
         let filler = fs.dir.join("filler");
-        let fill = fs.free_bytes().saturating_sub(1 << 20);
+        let fill = fs.free_bytes().saturating_sub(left_bytes);
         std::fs::write(&filler, vec![1u8; fill as usize]).unwrap();
         let body = wait_for_generation(&server.base, "KQPvK", |b| b["state"] != "pending");
         let error = body["progress"]["tables"][0]["error"].as_str().unwrap_or_default().to_owned();

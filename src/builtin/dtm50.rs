@@ -47,7 +47,7 @@ pub fn value_at(segments: &[Segment], clock: u32) -> u16 {
 }
 
 /// Marks an inline entry whose position has more segments in the overflow.
-const MORE: u32 = 1 << 31;
+pub(super) const MORE: u32 = 1 << 31;
 
 impl Segment {
     #[inline]

@@ -7,13 +7,15 @@
 //! - [`generate`]: the retrograde analysis;
 //! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
-//! - [`format`]: the file format;
+//! - [`format`]: the file format (compressed blocks);
+//! - [`cache`]: decoded blocks, shared by a store's tables;
 //! - [`store`]: opening (mmap) or generating tables on demand;
 //! - [`budget`]: what generating a table costs, and whether it fits;
 //! - [`schedule`]: which table is generated next, and how far along they are;
 //! - [`stats`]: positions by category, histograms and longest values of a table.
 
 pub mod budget;
+pub mod cache;
 pub mod dtm50;
 pub mod format;
 pub mod generate;
@@ -188,7 +190,7 @@ fn generating_store(out: &Path, with_dtm50: bool) -> Store {
 /// Opens or generates `all` (in generation order, each after what it needs)
 /// in `store`, writing into `out`, with a plan first and a progress bar.
 fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, BuiltinError> {
-    let missing: Vec<&Material> = all.iter().filter(|m| !store.path_of(m).exists()).collect();
+    let missing: Vec<&Material> = all.iter().filter(|m| store.find(m).is_none()).collect();
     let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
     let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
     println!(

@@ -12,15 +12,22 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use shakmaty::{Color, Piece, Square};
 
-use super::{dtm50::Dtm50View, index::Layout, material::Material, value};
+use super::{index::Layout, material::Material, value};
 
 /// What the statistics are computed from: a table as the store serves it.
-pub trait Scan: Dtm50View {
+pub trait Scan {
     fn material(&self) -> &Material;
     fn layout(&self) -> &Layout;
-    /// DTZ50'' at `idx` ([`value::UNKNOWN`] where no legal position is).
+    /// DTZ50'' at `idx`, a legal position's index.
     fn dtz(&self, idx: u32) -> u16;
     fn dtm(&self, idx: u32) -> u16;
+    /// DTM50 at `idx` and half-move clock `clock`.
+    fn at_clock(&self, idx: u32, clock: u32) -> u16;
+    /// DTZ50'', DTM and DTM50 at clock 0 of `idx` at once: a table in
+    /// blocks finds the block once instead of three times.
+    fn values(&self, idx: u32) -> [u16; 3] {
+        [self.dtz(idx), self.dtm(idx), if self.has_dtm50() { self.at_clock(idx, 0) } else { value::UNKNOWN }]
+    }
     fn has_dtm50(&self) -> bool;
     fn legal_positions(&self) -> u64;
     fn crc32(&self) -> u32;
@@ -159,16 +166,16 @@ pub fn compute(table: &impl Scan) -> TableStats {
     let mut sides = [new_side(), new_side()];
     let has_dtm50 = table.has_dtm50();
     for idx in 0..layout.size as u32 {
-        let dtz = table.dtz(idx);
-        if dtz == value::UNKNOWN {
-            continue; // no legal position has this index
-        }
-        let side = &mut sides[side_index(layout.unchecked_pos(idx).turn)];
+        // Asked of the index, not the values: format v4 stores a neighbour's
+        // values at an index no legal position has.
+        let Some(pos) = layout.decode(idx) else { continue };
+        let [dtz, dtm, dtm50] = table.values(idx);
+        let side = &mut sides[side_index(pos.turn)];
         side.categories[category(dtz)] += 1;
         side.dtz.add(dtz, idx);
-        side.dtm.add(table.dtm(idx), idx);
+        side.dtm.add(dtm, idx);
         if has_dtm50 {
-            side.dtm50.add(table.at_clock(idx, 0), idx);
+            side.dtm50.add(dtm50, idx);
         }
     }
     table.scanned();

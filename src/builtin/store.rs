@@ -18,8 +18,9 @@ use tokio::sync::watch;
 
 use super::{
     budget::{self, Caps, Refusal},
+    cache::{BlockCache, BlockKey, CacheCounts, DEFAULT_CACHE_MIB},
     dtm50::{self, Dtm50View},
-    format::{self, Sections},
+    format::{self, Blocks, DecodedBlock},
     generate::{Board, PhaseSecs, Values, generate},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
@@ -37,7 +38,11 @@ pub struct Table {
     pub material: Material,
     pub layout: Layout,
     data: Data,
-    sections: Sections,
+    blocks: Blocks,
+    /// Decoded blocks, shared with the store's other tables.
+    cache: Arc<BlockCache>,
+    /// This table's key in the cache.
+    serial: u64,
     /// Where the table lives, if it could be written to the cache.
     pub path: Option<PathBuf>,
     pub legal_positions: u64,
@@ -48,6 +53,22 @@ pub struct Table {
 }
 
 impl Table {
+    fn new(material: &Material, layout: Layout, data: Data, blocks: Blocks, cache: &Arc<BlockCache>) -> Table {
+        static SERIAL: AtomicU64 = AtomicU64::new(0);
+        Table {
+            material: material.clone(),
+            layout,
+            data,
+            blocks,
+            cache: Arc::clone(cache),
+            serial: SERIAL.fetch_add(1, Ordering::Relaxed),
+            path: None,
+            legal_positions: 0,
+            generated_secs: None,
+            phase_secs: None,
+        }
+    }
+
     fn bytes(&self) -> &[u8] {
         match &self.data {
             Data::Mapped(m) => m,
@@ -59,69 +80,89 @@ impl Table {
         self.bytes().len() as u64
     }
 
-    #[inline]
-    fn u16_at(&self, offset: usize) -> u16 {
-        let b = self.bytes();
-        u16::from_le_bytes([b[offset], b[offset + 1]])
+    /// Compressed bytes of DTZ50'', DTM and DTM50 in the file.
+    pub fn metric_bytes(&self) -> [u64; 3] {
+        self.blocks.metric_bytes()
     }
 
+    /// The decoded block holding `idx`, and `idx`'s place in it. A damaged
+    /// block fails the probes that need it, naming the table and block.
     #[inline]
-    fn u32_at(&self, offset: usize) -> u32 {
-        u32::from_le_bytes(self.bytes()[offset..offset + 4].try_into().expect("4 bytes"))
-    }
-
-    /// DTZ50'' value at `idx`, encoded as in [`super::value`].
-    #[inline]
-    pub fn dtz(&self, idx: u32) -> u16 {
-        self.u16_at(self.sections.dtz + 2 * idx as usize)
-    }
-
-    /// DTM value at `idx`.
-    #[inline]
-    pub fn dtm(&self, idx: u32) -> u16 {
-        self.u16_at(self.sections.dtm + 2 * idx as usize)
+    fn block(&self, idx: u32) -> Result<(Arc<DecodedBlock>, u32), String> {
+        let (b, j) = self.blocks.locate(idx);
+        let key = BlockKey { table: self.serial, block: b as u32 };
+        let block = self.cache.get_or_decode(key, || {
+            format::decode_block(self.bytes(), &self.blocks, b)
+                .map_err(|e| format!("built-in table {}.{} block {b}: {e}", self.material.name(), format::EXTENSION))
+        })?;
+        Ok((block, j as u32))
     }
 
     /// All values at `idx`, DTM50 at clock 0 ([`value::UNKNOWN`] in a table
     /// without DTM50).
     #[inline]
+    pub fn try_values(&self, idx: u32) -> Result<Values, String> {
+        let (b, j) = self.block(idx)?;
+        let dtm50 = b.dtm50.as_ref().map_or(value::UNKNOWN, |d| d.at_clock(j, 0));
+        Ok(Values { dtz: b.dtz[j as usize], dtm: b.dtm[j as usize], dtm50 })
+    }
+
+    /// DTM50 of `idx` at half-move clock `clock` (0..=99); `None` in a table
+    /// without DTM50.
+    pub fn try_at_clock(&self, idx: u32, clock: u32) -> Result<Option<u16>, String> {
+        let (b, j) = self.block(idx)?;
+        Ok(b.dtm50.as_ref().map(|d| d.at_clock(j, clock)))
+    }
+
+    /// Appends every DTM50 segment of `idx` to `out`, in clock order.
+    pub fn try_segments_into(&self, idx: u32, out: &mut Vec<dtm50::Segment>) -> Result<(), String> {
+        let (b, j) = self.block(idx)?;
+        if let Some(d) = &b.dtm50 {
+            d.segments_into(j, out);
+        }
+        Ok(())
+    }
+
+    /// [`Table::try_values`] for tools and tests, which stop at a damaged block.
     pub fn values(&self, idx: u32) -> Values {
-        let dtm50 = if self.has_dtm50() { self.at_clock(idx, 0) } else { value::UNKNOWN };
-        Values { dtz: self.dtz(idx), dtm: self.dtm(idx), dtm50 }
+        self.try_values(idx).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// DTZ50'' value at `idx`, encoded as in [`super::value`].
+    pub fn dtz(&self, idx: u32) -> u16 {
+        self.values(idx).dtz
+    }
+
+    /// DTM value at `idx`.
+    pub fn dtm(&self, idx: u32) -> u16 {
+        self.values(idx).dtm
+    }
+
+    /// DTM50 at `clock`, as [`Table::try_at_clock`], for tools and tests.
+    pub fn at_clock(&self, idx: u32, clock: u32) -> u16 {
+        self.try_at_clock(idx, clock).unwrap_or_else(|e| panic!("{e}")).unwrap_or(value::UNKNOWN)
     }
 
     /// Whether the table was generated with DTM50.
     pub fn has_dtm50(&self) -> bool {
-        self.sections.has_dtm50
+        self.blocks.has_dtm50
     }
 
-    /// The CRC-32 of everything after the header, as the header records it.
+    /// Number of blocks in the file.
+    pub fn block_count(&self) -> usize {
+        self.blocks.entries.len()
+    }
+
+    /// The CRC-32 the header records: of the header and the block index,
+    /// which holds each block's own CRC-32, so it names the whole content.
     pub fn crc32(&self) -> u32 {
-        self.u32_at(44)
+        u32::from_le_bytes(self.bytes()[44..48].try_into().unwrap())
     }
 
-    /// Positions whose DTM50 changes more than once over the clocks.
-    pub fn dtm50_overflow_positions(&self) -> usize {
-        self.sections.overflow_len
-    }
-}
-
-impl Dtm50View for Table {
-    #[inline]
-    fn inline(&self, idx: u32) -> u32 {
-        self.u32_at(self.sections.dtm50_inline + 4 * idx as usize)
-    }
-    fn overflow_len(&self) -> usize {
-        self.sections.overflow_len
-    }
-    fn overflow_index(&self, k: usize) -> u32 {
-        self.u32_at(self.sections.overflow_index + 4 * k)
-    }
-    fn overflow_start(&self, k: usize) -> u32 {
-        self.u32_at(self.sections.overflow_start + 4 * k)
-    }
-    fn segment(&self, s: usize) -> u32 {
-        self.u32_at(self.sections.segments + 4 * s)
+    /// Decodes every block (bypassing the cache): what is wrong with each
+    /// damaged one, naming it.
+    pub fn damaged_blocks(&self) -> Vec<String> {
+        format::damaged_blocks(self.bytes(), &self.blocks)
     }
 }
 
@@ -137,6 +178,13 @@ impl super::stats::Scan for Table {
     }
     fn dtm(&self, idx: u32) -> u16 {
         Table::dtm(self, idx)
+    }
+    fn at_clock(&self, idx: u32, clock: u32) -> u16 {
+        Table::at_clock(self, idx, clock)
+    }
+    fn values(&self, idx: u32) -> [u16; 3] {
+        let v = Table::values(self, idx);
+        [v.dtz, v.dtm, v.dtm50]
     }
     fn has_dtm50(&self) -> bool {
         Table::has_dtm50(self)
@@ -172,8 +220,8 @@ pub enum Waiting {
 pub use super::schedule::Unavailable;
 
 /// Default of [`Store::with_budget`]'s allowance for tables that could not
-/// be written: every table of up to 4 pieces fits (the largest, with DTM50,
-/// takes about 85 MB), no table of 5.
+/// be written: every table of up to 4 pieces fits (the largest in format
+/// v4, KQvKP with DTM50, takes 10 MB), and some of 5 (KRBvKQ takes 126 MB).
 pub const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 256 << 20;
 
 /// What a store has refused or could not write since it started.
@@ -209,6 +257,9 @@ pub struct Store {
 
 struct Inner {
     dir: PathBuf,
+    /// Tables made ahead, read-only (a container image's): a table not in
+    /// `dir` is opened from here before it is generated.
+    shipped_dir: Option<PathBuf>,
     generate_missing: bool,
     /// Generate DTM50 too, and regenerate tables found without it.
     with_dtm50: bool,
@@ -245,6 +296,8 @@ struct Inner {
     cancelled: AtomicBool,
     /// Generations started by this store (tables not found on disk).
     generations: AtomicU64,
+    /// Decoded blocks of all this store's tables.
+    cache: Arc<BlockCache>,
 }
 
 impl Store {
@@ -257,6 +310,7 @@ impl Store {
         let store = Store {
             inner: Arc::new(Inner {
                 dir: dir.into(),
+                shipped_dir: None,
                 generate_missing,
                 with_dtm50: true,
                 waiting: Waiting::Block,
@@ -275,18 +329,22 @@ impl Store {
                 epoch: watch::Sender::new(0),
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
+                cache: Arc::new(BlockCache::new(DEFAULT_CACHE_MIB << 20)),
             }),
         };
         remove_stale_temporary_files(&store.inner.dir);
-        let on_disk = fs::read_dir(&store.inner.dir).into_iter().flatten().flatten().any(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.strip_suffix(&format!(".{}", format::EXTENSION))
-                .and_then(Material::parse)
-                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
-        });
-        store.inner.beyond_lazy.store(on_disk, Ordering::SeqCst);
+        store.inner.note_large_tables(&store.inner.dir);
         store
+    }
+
+    /// Tables made ahead in `dir`, read-only (the container image's
+    /// `/usr/share/tbserver/builtin`): a table missing from the store's own
+    /// directory is mapped from there rather than generated. Nothing is
+    /// ever written there.
+    pub fn with_shipped_dir(self, dir: impl Into<PathBuf>) -> Store {
+        let dir = dir.into();
+        self.inner.note_large_tables(&dir);
+        self.configure(|i| i.shipped_dir = Some(dir))
     }
 
     /// Most pieces of the positions lookups may answer: those of the tables
@@ -302,7 +360,7 @@ impl Store {
         self
     }
 
-    /// Tables generated by this store leave DTM50 out (about 60% of the
+    /// Tables generated by this store leave DTM50 out (about 43% of the
     /// disk space and 40% of the generation time); tables found with it
     /// keep serving it.
     pub fn without_dtm50(self) -> Store {
@@ -332,12 +390,30 @@ impl Store {
         })
     }
 
+    /// Most MiB of decoded blocks kept for all tables together (default
+    /// [`DEFAULT_CACHE_MIB`]).
+    pub fn with_cache_mib(self, mib: u64) -> Store {
+        self.configure(|i| i.cache = Arc::new(BlockCache::new(mib << 20)))
+    }
+
+    /// Hits, misses and evictions of the decoded-block cache.
+    pub fn cache_counts(&self) -> CacheCounts {
+        self.inner.cache.counts()
+    }
+
     pub fn dir(&self) -> &Path {
         &self.inner.dir
     }
 
+    /// Where this store writes the table of `material`.
     pub fn path_of(&self, material: &Material) -> PathBuf {
         self.inner.path_of(material)
+    }
+
+    /// The file of `material` this store opens, in its own directory or
+    /// the shipped one; `None` if there is none yet.
+    pub fn find(&self, material: &Material) -> Option<PathBuf> {
+        self.inner.find(material)
     }
 
     /// The table of a canonical material, waiting for it to be generated if
@@ -384,7 +460,7 @@ impl Store {
         }
         let plan = super::with_dependencies(std::slice::from_ref(target));
         let to_generate: Vec<&Material> =
-            plan.iter().filter(|m| inner.ready(m).is_none() && !inner.path_of(m).exists()).collect();
+            plan.iter().filter(|m| inner.ready(m).is_none() && inner.find(m).is_none()).collect();
         // The request takes its place in the bounded queue under the lock;
         // the budget (file system and /proc reads) is checked outside it, and
         // the place given back if it does not fit.
@@ -473,7 +549,7 @@ impl Store {
             && !progress.tables.iter().any(|t| Material::parse(&t.material).is_some_and(|m| q.is_queued(&m)))
         {
             GenerationState::Failed
-        } else if q.is_queued(&material) || self.inner.ready(&material).is_some() || self.path_of(&material).exists() {
+        } else if q.is_queued(&material) || self.inner.ready(&material).is_some() || self.find(&material).is_some() {
             GenerationState::Pending
         } else {
             GenerationState::NotStarted
@@ -520,8 +596,34 @@ impl Inner {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Remembers whether `dir` holds a table beyond the lazily generated
+    /// sizes, which lets lookups answer positions of that size.
+    fn note_large_tables(&self, dir: &Path) {
+        let on_disk = fs::read_dir(dir).into_iter().flatten().flatten().any(|entry| {
+            let name = entry.file_name();
+            let name = name.to_string_lossy();
+            name.strip_suffix(&format!(".{}", format::EXTENSION))
+                .and_then(Material::parse)
+                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
+        });
+        if on_disk {
+            self.beyond_lazy.store(true, Ordering::SeqCst);
+        }
+    }
+
+    /// The file of `material` this store writes.
     fn path_of(&self, material: &Material) -> PathBuf {
         self.dir.join(format!("{}.{}", material.name(), format::EXTENSION))
+    }
+
+    /// The file of `material` this store would open: its own, else the
+    /// shipped one; `None` when neither exists.
+    fn find(&self, material: &Material) -> Option<PathBuf> {
+        let name = format!("{}.{}", material.name(), format::EXTENSION);
+        std::iter::once(&self.dir)
+            .chain(&self.shipped_dir)
+            .map(|d| d.join(&name))
+            .find(|p| p.exists())
     }
 
     /// The table of `m`, if it is ready. Lock-free.
@@ -718,26 +820,29 @@ impl Inner {
         Ok(())
     }
 
-    /// Maps the table file of `material`, if there is one, and checks it
-    /// whole (checksum included).
+    /// Maps the table file of `material`, if there is one, and checks its
+    /// header and block index. Blocks are checked as they are decoded: a
+    /// damaged one fails only the probes that need it, and opening reads
+    /// no more than the index into this process.
     fn open(&self, material: &Material, layout: &Layout) -> Result<Option<Table>, String> {
         self.open_checked(material, layout, None)
     }
 
     /// Like [`Inner::open`]; with `written`, the header just written to the
-    /// file, whose checksum was computed from the values as they were
-    /// written: the file is checked for that header and its section sizes,
-    /// not checksummed again. Checksumming the mapping would read every page
-    /// of every new table into this process (its resident memory grew by the
-    /// size of all tables generated); lookups then touch only the pages they
-    /// need.
+    /// file, which the file must start with.
     fn open_checked(
         &self,
         material: &Material,
         layout: &Layout,
         written: Option<&[u8; format::HEADER_LEN]>,
     ) -> Result<Option<Table>, String> {
-        let path = self.path_of(material);
+        let path = match written {
+            Some(_) => self.path_of(material),
+            None => match self.find(material) {
+                Some(path) => path,
+                None => return Ok(None),
+            },
+        };
         let file = match fs::File::open(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -747,37 +852,19 @@ impl Inner {
         // by rename, never modified in place.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
         let in_error = |e: String| format!("{}: {e}", path.display());
-        let (header, sections) = match written {
-            None => {
-                let checked = format::validate(&map, material, layout.size).map_err(in_error)?;
-                // The checksum read every page into this process; let them
-                // go (they stay in the page cache) so that the process holds
-                // only the pages lookups touch, as for a table just written.
-                // SAFETY: a read-only mapping of a file: dropped pages are
-                // read again from the file when next touched.
-                let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
-                checked
-            }
-            Some(header) => {
-                if !map.starts_with(header) {
-                    return Err(in_error("differs from what was written".into()));
-                }
-                format::validate_layout(&map, material, layout.size).map_err(in_error)?
-            }
-        };
-        if self.with_dtm50 && !sections.has_dtm50 {
+        if let Some(header) = written
+            && !map.starts_with(header)
+        {
+            return Err(in_error("differs from what was written".into()));
+        }
+        let (header, blocks) = format::validate_layout(&map, material, layout.size).map_err(in_error)?;
+        if self.with_dtm50 && !blocks.has_dtm50 {
             return Err(format!("{}: generated without DTM50", path.display()));
         }
-        Ok(Some(Table {
-            material: material.clone(),
-            layout: layout.clone(),
-            data: Data::Mapped(map),
-            sections,
-            path: Some(path),
-            legal_positions: header.legal_positions,
-            generated_secs: None,
-            phase_secs: None,
-        }))
+        let mut t = Table::new(material, layout.clone(), Data::Mapped(map), blocks, &self.cache);
+        t.path = Some(path);
+        t.legal_positions = header.legal_positions;
+        Ok(Some(t))
     }
 
     /// Runs on the generator's pool once every dependency is settled.
@@ -834,7 +921,8 @@ impl Inner {
                 self.write_failures.fetch_add(1, Ordering::Relaxed);
                 // Kept in memory only within the allowance: a table that
                 // cannot be written must not grow the process without bound.
-                let bytes_needed = format::encoded_len(g.dtz.len(), g.dtm50.as_ref()) as u64;
+                let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
+                let bytes_needed = bytes.len() as u64;
                 let held = self.unwritten_bytes.fetch_add(bytes_needed, Ordering::SeqCst);
                 if held + bytes_needed > self.max_unwritten_bytes {
                     self.unwritten_bytes.fetch_sub(bytes_needed, Ordering::SeqCst);
@@ -846,18 +934,12 @@ impl Inner {
                     }));
                 }
                 tracing::warn!(table = %material.name(), "could not write built-in table to {}: {e}; serving it from memory", self.dir.display());
-                let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
-                let (header, sections) = format::validate(&bytes, material, layout.size).map_err(Unavailable::Failed)?;
-                Table {
-                    material: material.clone(),
-                    layout,
-                    data: Data::Owned(bytes),
-                    sections,
-                    path: None,
-                    legal_positions: header.legal_positions,
-                    generated_secs: Some(secs),
-                    phase_secs: Some(phase_secs),
-                }
+                let (header, blocks) = format::validate_layout(&bytes, material, layout.size).map_err(Unavailable::Failed)?;
+                let mut t = Table::new(material, layout, Data::Owned(bytes), blocks, &self.cache);
+                t.legal_positions = header.legal_positions;
+                t.generated_secs = Some(secs);
+                t.phase_secs = Some(phase_secs);
+                t
             }
         };
         tracing::info!(
@@ -880,7 +962,7 @@ impl Inner {
         let (id, flip) = material_id(b);
         let Some(id) = id else { return Ok(Values::DRAW) };
         match self.tables[id].get() {
-            Some(t) => Ok(t.values(t.layout.index(&pos_in(&t.layout, b, flip)))),
+            Some(t) => t.try_values(t.layout.index(&pos_in(&t.layout, b, flip))),
             None => Err(format!(
                 "built-in table {} looked up before it was settled",
                 material_of(b).0.map_or_else(String::new, |m| m.name())
@@ -894,7 +976,7 @@ impl Store {
     /// 0), from the side to move's point of view.
     pub fn lookup(&self, b: &Board) -> Result<Values, Unavailable> {
         let (t, idx) = self.locate(b)?;
-        Ok(t.map_or(Values::DRAW, |t| t.values(idx)))
+        t.map_or(Ok(Values::DRAW), |t| t.try_values(idx).map_err(Unavailable::Failed))
     }
 
     /// The table and index of a position; no table for bare kings. Allocates
@@ -1020,11 +1102,10 @@ impl Store {
         }
         if pos.ep_square(EnPassantMode::Legal).is_none() {
             let (t, idx) = self.locate(&b)?;
-            return Ok(match t {
-                None => Some(value::DRAW),
-                Some(t) if t.has_dtm50() => Some(t.at_clock(idx, clock)),
-                Some(_) => None,
-            });
+            return match t {
+                None => Ok(Some(value::DRAW)),
+                Some(t) => t.try_at_clock(idx, clock).map_err(Unavailable::Failed),
+            };
         }
         let mut best = UNKNOWN;
         for m in pos.legal_moves() {
@@ -1043,12 +1124,9 @@ impl Store {
     pub fn probe_function(&self, pos: &shakmaty::Chess, segments: &mut Vec<dtm50::Segment>) -> Result<Option<Values>, Unavailable> {
         let Some(b) = board_of(pos) else { return Ok(None) };
         let (t, idx) = self.locate(&b)?;
-        Ok(Some(t.map_or(Values::DRAW, |t| {
-            if t.has_dtm50() {
-                t.segments_into(idx, segments);
-            }
-            t.values(idx)
-        })))
+        let Some(t) = t else { return Ok(Some(Values::DRAW)) };
+        t.try_segments_into(idx, segments).map_err(Unavailable::Failed)?;
+        t.try_values(idx).map(Some).map_err(Unavailable::Failed)
     }
 }
 
@@ -1116,6 +1194,36 @@ mod tests {
         let _ = fs::remove_dir_all(&base);
     }
 
+    /// Tables shipped ahead (a container image's) are mapped from their
+    /// read-only directory; only what is missing there is generated, into
+    /// the store's own directory, and a table there takes precedence.
+    #[test]
+    fn shipped_tables_are_used_and_never_written() {
+        let base = std::env::temp_dir().join(format!("tbserver-store-shipped-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (shipped, own) = (base.join("shipped"), base.join("own"));
+        let krk = Material::parse("KRvK").unwrap();
+        let kqk = Material::parse("KQvK").unwrap();
+        let made = Store::new(&shipped, true).table(&krk).unwrap();
+        let store = Store::new(&own, true).with_shipped_dir(&shipped);
+        assert_eq!(store.find(&krk), Some(shipped.join("KRvK.tbsb")));
+        let found = store.table(&krk).unwrap();
+        assert_eq!(found.path.as_deref(), Some(shipped.join("KRvK.tbsb").as_path()));
+        assert_eq!(found.bytes(), made.bytes());
+        assert_eq!(store.generations(), 0);
+        assert!(!own.join("KRvK.tbsb").exists());
+        // Not shipped: generated into the store's own directory.
+        let generated = store.table(&kqk).unwrap();
+        assert_eq!(generated.path.as_deref(), Some(own.join("KQvK.tbsb").as_path()));
+        assert_eq!(store.generations(), 1);
+        assert!(!shipped.join("KQvK.tbsb").exists());
+        // A table in the own directory is preferred to the shipped one.
+        let both = Store::new(&own, true).with_shipped_dir(&base.join("shipped"));
+        Store::new(&own, true).table(&krk).unwrap();
+        assert_eq!(both.find(&krk), Some(own.join("KRvK.tbsb")));
+        let _ = fs::remove_dir_all(&base);
+    }
+
     /// A store that does not generate (replicas on a read-only volume that a
     /// separate job fills) never generates, even when asked, and finds a
     /// table that another process writes later.
@@ -1147,13 +1255,17 @@ mod tests {
         // A second store maps the cached file.
         let again = Store::new(&dir, true).table(&krk).unwrap();
         assert!(again.generated_secs.is_none());
-        // A flipped payload byte fails the checksum: regenerated.
-        let mut bytes = fs::read(&path).unwrap();
-        bytes[format::HEADER_LEN + 1000] ^= 1;
+        // A flipped byte of the block index fails the header checksum:
+        // regenerated.
+        let good = fs::read(&path).unwrap();
+        let mut bytes = good.clone();
+        bytes[format::HEADER_LEN + 5] ^= 1;
         fs::write(&path, &bytes).unwrap();
-        assert!(Store::new(&dir, false).table(&krk).is_err());
+        let err = Store::new(&dir, false).table(&krk).err().unwrap();
+        assert!(err.contains("header checksum mismatch"), "{err}");
         let fixed = Store::new(&dir, true).table(&krk).unwrap();
         assert!(fixed.generated_secs.is_some());
+        assert_eq!(fs::read(&path).unwrap(), good, "generation is deterministic");
         // KRvK: Kb6, Rh1 against Ka8: Rh8 mates in 1.
         let b = Board {
             men: [(Color::White, Role::King, 41), (Color::Black, Role::King, 56), (Color::White, Role::Rook, 7)]
@@ -1164,6 +1276,50 @@ mod tests {
         let s = Store::new(&dir, false);
         let mate_in_one = super::super::value::win(1);
         assert_eq!(s.lookup(&b).unwrap(), Values { dtz: mate_in_one, dtm: mate_in_one, dtm50: mate_in_one });
+        // A flipped byte inside a block: the table opens, the probes of that
+        // block fail naming it, the others answer.
+        let t = s.table(&krk).unwrap();
+        let idx = t.layout.index(&pos_in(&t.layout, &b, false));
+        let (block, _) = t.blocks.locate(idx);
+        let other = (0..t.block_count()).find(|&o| o != block && t.blocks.entries[o].len() > 0).unwrap();
+        let e = t.blocks.entries[block];
+        let mut bytes = good.clone();
+        bytes[e.offset + e.len() / 2] ^= 0x10;
+        fs::write(&path, &bytes).unwrap();
+        let damaged = Store::new(&dir, false);
+        let err = damaged.lookup(&b).unwrap_err().to_string();
+        assert!(err.contains(&format!("KRvK.tbsb block {block}: checksum mismatch")), "{err}");
+        let t = damaged.table(&krk).unwrap();
+        assert!(t.try_values(t.blocks.range(other).start as u32).is_ok());
+        let problems = t.damaged_blocks();
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].starts_with(&format!("block {block} (indexes ")), "{problems:?}");
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A table of format version 3 is recognised by its version and
+    /// regenerated, never read as version 4.
+    #[test]
+    fn version_3_files_are_regenerated() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-v3-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let krk = Material::parse("KRvK").unwrap();
+        // Header of a version 3 file: the same magic, version 3, raw values.
+        let size = Layout::new(&krk).size;
+        let mut v3 = vec![0u8; format::HEADER_LEN + 8 * size + 16 + 4];
+        v3[..8].copy_from_slice(format::MAGIC);
+        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
+        v3[12..16].copy_from_slice(&(format::HEADER_LEN as u32).to_le_bytes());
+        v3[16..20].copy_from_slice(b"KRvK");
+        v3[32..40].copy_from_slice(&(size as u64).to_le_bytes());
+        v3[40..44].copy_from_slice(&7u32.to_le_bytes());
+        let path = dir.join("KRvK.tbsb");
+        fs::write(&path, &v3).unwrap();
+        let err = Store::new(&dir, false).table(&krk).err().unwrap();
+        assert!(err.contains("format version 3, expected 4"), "{err}");
+        let t = Store::new(&dir, true).table(&krk).unwrap();
+        assert!(t.generated_secs.is_some() && t.file_size() < v3.len() as u64 / 20, "{}", t.file_size());
         let _ = fs::remove_dir_all(&dir);
     }
 
@@ -1322,7 +1478,11 @@ mod tests {
         let lean_store = Store::new(dir.join("lean"), true).without_dtm50();
         let lean = lean_store.table(&kqk).unwrap();
         assert!(full.has_dtm50() && !lean.has_dtm50());
-        assert!(lean.file_size() * 10 < full.file_size() * 6, "{} vs {}", lean.file_size(), full.file_size());
+        assert_eq!(lean.metric_bytes()[2], 0);
+        // KQvK's DTM50 equals DTM wherever the 50-move rule lets it, and its
+        // last clock is the one DTZ50'' predicts: its column is all zeros,
+        // stored as nothing.
+        assert_eq!(lean.file_size(), full.file_size());
         // Same DTZ and DTM at every index; no DTM50.
         for idx in 0..lean.layout.size as u32 {
             assert_eq!((lean.dtz(idx), lean.dtm(idx)), (full.dtz(idx), full.dtm(idx)));

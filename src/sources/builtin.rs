@@ -5,7 +5,7 @@ use std::{sync::Arc, time::Instant};
 use shakmaty::Chess;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
+use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource, Unanswered};
 use crate::{
     builtin::{
         self, Store, Unavailable, Waiting,
@@ -51,7 +51,7 @@ fn covered<T>(r: Result<Option<T>, Unavailable>) -> ProbeResult<T> {
 /// which of those probes may need are not there yet.
 fn report_missing(store: &Store, pieces: usize) {
     let all = builtin::all_materials(pieces);
-    let missing: Vec<String> = all.iter().filter(|m| !store.path_of(m).exists()).map(|m| m.name()).collect();
+    let missing: Vec<String> = all.iter().filter(|m| store.find(m).is_none()).map(|m| m.name()).collect();
     if missing.is_empty() {
         tracing::info!(dir = %store.dir().display(), tables = all.len(), "read-only built-in tables: all present");
     } else {
@@ -77,8 +77,13 @@ impl BuiltinSource {
         let read_only = config.mode == BuiltinMode::ReadOnly;
         let store = Store::new(&config.dir, !read_only)
             .with_lazy_max_pieces(lazy)
-            .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20);
+            .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20)
+            .with_cache_mib(config.cache_mib);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
+        let store = match &config.shipped_dir {
+            Some(dir) => store.with_shipped_dir(dir),
+            None => store,
+        };
         let store = Arc::new(if waiting == Waiting::Never { store.never_wait() } else { store });
         if config.mode == BuiltinMode::Startup {
             let background = Arc::clone(&store);
@@ -194,7 +199,7 @@ impl TableSource for BuiltinSource {
         }
         let table = match store.loaded().into_iter().find(|t| &t.material == material) {
             Some(table) => table,
-            None if store.path_of(material).exists() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
+            None if store.find(material).is_some() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
             None if store.generation_state(material).0 == GenerationState::Pending => {
                 return Err(Unanswered::Generating { material: name });
             }
@@ -226,6 +231,11 @@ impl TableSource for BuiltinSource {
 
     fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.store.as_ref().map(|s| s.subscribe())
+    }
+
+    fn block_cache(&self) -> Option<BlockCacheCounts> {
+        let c = self.store.as_ref()?.cache_counts();
+        Some(BlockCacheCounts { hits: c.hits, misses: c.misses, evictions: c.evictions, bytes: c.bytes, ..Default::default() })
     }
 
     fn shutdown(&self) {

@@ -1,0 +1,255 @@
+//! Decoded blocks of built-in tables, shared by all tables of a store.
+//!
+//! A set-associative cache: a block may sit in one of the [`WAYS`] slots of
+//! one set (by a hash of its key), and a block decoded into a full set
+//! evicts the set's least recently used. A hit costs one uncontended lock
+//! and an `Arc` clone, a fraction of what a general-purpose concurrent
+//! cache took (a warm probe stays within twice format v3's plain array
+//! read).
+//!
+//! A miss decodes on the caller's own thread and inserts the result; it
+//! never waits for another thread decoding the same block. Two threads
+//! that miss the same block at once both decode it (tens of microseconds
+//! each) rather than one blocking a thread of the server's or the
+//! generator's pool until the other is done.
+
+use std::{
+    hash::{BuildHasher, Hash},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicU64, Ordering},
+    },
+};
+
+use super::format::{BLOCK_POSITIONS, DecodedBlock};
+
+/// Default of `builtin.cache_mib`.
+pub const DEFAULT_CACHE_MIB: u64 = 128;
+
+/// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
+/// bytes per position); DTM50's change points come on top, a few percent.
+const SLOT_BYTES: u64 = 8 * BLOCK_POSITIONS as u64;
+
+/// A block of one table: the table's serial number (unique in the process,
+/// so that a table regenerated under the same name never meets the old
+/// one's blocks) and the block's number in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct BlockKey {
+    pub table: u64,
+    pub block: u32,
+}
+
+/// Counters for `/prometheus`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CacheCounts {
+    pub hits: u64,
+    pub misses: u64,
+    /// Blocks dropped from their slot for another.
+    pub evictions: u64,
+    pub bytes: u64,
+}
+
+/// Slots per set: with 4, sets overflow rarely before the cache is full.
+const WAYS: usize = 4;
+
+/// One set: its blocks, each with when it was last used (the set's own clock).
+#[derive(Default)]
+struct Set {
+    ways: [Option<(BlockKey, Arc<DecodedBlock>, u64)>; WAYS],
+    clock: u64,
+}
+
+type Slot = Mutex<Set>;
+
+pub struct BlockCache {
+    slots: Box<[Slot]>,
+    hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+    bytes: AtomicU64,
+    /// Tells this cache's entries in the per-thread memo from another's.
+    id: u64,
+}
+
+/// The blocks a thread used last: a probe (and the one-ply search behind
+/// an en-passant position, or a generator's run of captures) mostly stays
+/// in a few blocks, and this spares them the shared slots.
+const RECENT: usize = 4;
+type Recent = [Option<(u64, BlockKey, Arc<DecodedBlock>)>; RECENT];
+
+thread_local! {
+    static RECENT_BLOCKS: std::cell::RefCell<(Recent, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+}
+
+impl BlockCache {
+    /// A cache of about `max_bytes` of decoded blocks; less than one block's
+    /// worth keeps nothing (every probe decodes).
+    pub fn new(max_bytes: u64) -> BlockCache {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        BlockCache {
+            slots: (0..max_bytes / SLOT_BYTES / WAYS as u64).map(|_| Mutex::default()).collect(),
+            hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+            bytes: AtomicU64::new(0),
+            id: NEXT.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+fn lock(s: &Slot) -> std::sync::MutexGuard<'_, Set> {
+    // A slot holds whole values only: a panic elsewhere leaves it usable.
+    s.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl BlockCache {
+    fn slot(&self, key: BlockKey) -> Option<&Slot> {
+        if self.slots.is_empty() {
+            return None;
+        }
+        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        // The high bits of a multiplicative hash are the well-mixed ones.
+        Some(&self.slots[((h >> 32) as usize * self.slots.len()) >> 32])
+    }
+
+    /// The decoded block of `key`, decoded by `decode` on a miss.
+    #[inline]
+    pub fn get_or_decode(
+        &self,
+        key: BlockKey,
+        decode: impl FnOnce() -> Result<DecodedBlock, String>,
+    ) -> Result<Arc<DecodedBlock>, String> {
+        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
+            r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| Arc::clone(b))
+        });
+        if let Some(b) = recent {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(b);
+        }
+        let slot = self.slot(key);
+        let cached = slot.and_then(|s| {
+            let mut set = lock(s);
+            set.clock += 1;
+            let now = set.clock;
+            set.ways.iter_mut().flatten().find(|(k, _, _)| *k == key).map(|(_, b, used)| {
+                *used = now;
+                Arc::clone(b)
+            })
+        });
+        let block = match cached {
+            Some(b) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                b
+            }
+            None => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                let b = Arc::new(decode()?);
+                if let Some(s) = slot {
+                    let bytes = b.bytes() as u64;
+                    let old = {
+                        let mut set = lock(s);
+                        set.clock += 1;
+                        let now = set.clock;
+                        let way = match set.ways.iter().position(|w| w.as_ref().is_some_and(|(k, _, _)| *k == key)) {
+                            // Decoded meanwhile by another thread: replaced by the same.
+                            Some(w) => w,
+                            None => (0..WAYS).min_by_key(|&w| set.ways[w].as_ref().map_or(0, |(_, _, used)| *used)).expect("ways"),
+                        };
+                        set.ways[way].replace((key, Arc::clone(&b), now)).map(|(k, old, _)| (k, old))
+                    };
+                    self.bytes.fetch_add(bytes, Ordering::Relaxed);
+                    if let Some((k, old)) = old {
+                        self.bytes.fetch_sub(old.bytes() as u64, Ordering::Relaxed);
+                        if k != key {
+                            self.evictions.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                }
+                b
+            }
+        };
+        RECENT_BLOCKS.with_borrow_mut(|(r, next)| {
+            r[*next] = Some((self.id, key, Arc::clone(&block)));
+            *next = (*next + 1) % RECENT;
+        });
+        Ok(block)
+    }
+
+    pub fn counts(&self) -> CacheCounts {
+        CacheCounts {
+            hits: self.hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            bytes: self.bytes.load(Ordering::Relaxed),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn block(n: usize) -> DecodedBlock {
+        DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None }
+    }
+
+    /// Many threads asking for the same blocks at once, none decoded yet:
+    /// every one gets the right block without waiting for another, and
+    /// nothing is decoded more often than there are threads.
+    #[test]
+    fn concurrent_first_use() {
+        let cache = BlockCache::new(64 << 20);
+        let decodes = AtomicU64::new(0);
+        let threads = 8;
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (cache, decodes) = (&cache, &decodes);
+                s.spawn(move || {
+                    for round in 0..50u32 {
+                        let key = BlockKey { table: 1, block: (round + t) % 10 };
+                        let b = cache
+                            .get_or_decode(key, || {
+                                decodes.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(std::time::Duration::from_micros(200));
+                                Ok(block(key.block as usize + 1))
+                            })
+                            .unwrap();
+                        assert_eq!(b.dtz.len(), key.block as usize + 1);
+                    }
+                });
+            }
+        });
+        let c = cache.counts();
+        assert_eq!(c.hits + c.misses, 8 * 50);
+        assert_eq!(c.misses, decodes.load(Ordering::Relaxed));
+        assert!((10..=10 * threads as u64).contains(&c.misses), "{c:?}");
+        // Inside a rayon pool of 2 threads, 64 jobs on one block: none waits
+        // on another's decode, so this ends.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        let fresh = BlockCache::new(16 * SLOT_BYTES);
+        pool.install(|| {
+            use rayon::prelude::*;
+            (0..64).into_par_iter().for_each(|_| {
+                let b = fresh.get_or_decode(BlockKey { table: 2, block: 0 }, || Ok(block(3))).unwrap();
+                assert_eq!(b.dtm, [9, 9, 9]);
+            })
+        });
+    }
+
+    #[test]
+    fn errors_are_not_cached_and_size_is_bounded() {
+        let cache = BlockCache::new(8 * SLOT_BYTES);
+        let key = BlockKey { table: 3, block: 0 };
+        assert_eq!(cache.get_or_decode(key, || Err("checksum mismatch".into())).unwrap_err(), "checksum mismatch");
+        assert_eq!(cache.get_or_decode(key, || Ok(block(1))).unwrap().dtz, [7]);
+        for b in 1..40 {
+            cache.get_or_decode(BlockKey { table: 3, block: b }, || Ok(block(8192))).unwrap();
+        }
+        let c = cache.counts();
+        assert!(c.evictions > 0 && c.bytes <= 8 * SLOT_BYTES, "{c:?}");
+        // No room for a block: nothing kept, every probe decodes.
+        let none = BlockCache::new(WAYS as u64 * SLOT_BYTES - 1);
+        none.get_or_decode(key, || Ok(block(1))).unwrap();
+        assert_eq!(none.counts().bytes, 0);
+    }
+}

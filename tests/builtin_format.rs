@@ -1,0 +1,196 @@
+//! Format v4 against its oracle: for every built-in table of 3–4 pieces,
+//! the values the generator computes (the arrays format v3 stored as they
+//! were, read with v3's own DTM50 reader) against what the v4 file gives
+//! back: DTZ50'', DTM, and DTM50 at every half-move clock 0–99, for every
+//! legal position (illegal indexes are never probed and read as
+//! don't-care values). Sampled in
+//! the quick tier (whole blocks and random indexes of every table), every
+//! index in the exhaustive tier. Prints each table's size in both formats.
+
+#[macro_use]
+mod common;
+
+use std::sync::atomic::AtomicBool;
+
+use rayon::prelude::*;
+use tbserver::builtin::{
+    Store, all_materials,
+    dtm50::{Dtm50View, LAST_MOVE_CLOCK},
+    format,
+    generate::generate,
+    index::Layout,
+};
+
+use common::{exhaustive, generated_builtin_dir, rng_for, sample_seed};
+
+/// Blocks and random indexes per table checked in the quick tier.
+const SAMPLE_BLOCKS: usize = 3;
+const SAMPLE_INDEXES: usize = 3000;
+
+#[test]
+fn v4_gives_back_every_value_the_generator_computed() {
+    let seed = sample_seed();
+    let store = Store::new(generated_builtin_dir(), false);
+    let never = AtomicBool::new(false);
+    let (mut v3_total, mut v4_total, mut checked) = ([0u64; 3], [0u64; 3], 0u64);
+    let (mut v3_file, mut v4_file) = (0u64, 0u64);
+    for m in all_materials(4) {
+        let t = store.table(&m).unwrap();
+        let layout = Layout::new(&m);
+        let lookup = |b: &tbserver::builtin::generate::Board| store.lookup(b).map_err(|e| e.to_string());
+        let g = generate(&layout, &lookup, true, &never).unwrap();
+        let oracle = g.dtm50.as_ref().unwrap();
+        // The file as generated now is the file on disk: generation is
+        // deterministic, and so is the encoding.
+        let bytes = format::encode(&m, &g.dtz, &g.dtm, Some(oracle), g.legal_positions);
+        assert_eq!(bytes.len() as u64, t.file_size(), "{}", m.name());
+
+        let n = layout.size;
+        let indexes: Vec<u32> = if exhaustive() {
+            (0..n as u32).collect()
+        } else {
+            let mut rng = rng_for(seed, &m.name());
+            let mut v: Vec<u32> = (0..SAMPLE_INDEXES).map(|_| rng.below(n as u64) as u32).collect();
+            for _ in 0..SAMPLE_BLOCKS {
+                let start = rng.below(n as u64) as usize / format::BLOCK_POSITIONS * format::BLOCK_POSITIONS;
+                v.extend(start as u32..(start + format::BLOCK_POSITIONS).min(n) as u32);
+            }
+            v
+        };
+        indexes.par_chunks(4096).for_each(|chunk| {
+            let mut segments = Vec::new();
+            for &idx in chunk {
+                let i = idx as usize;
+                // Illegal indexes are never probed, and read as don't-care.
+                if g.dtz[i] == tbserver::builtin::value::UNKNOWN {
+                    continue;
+                }
+                let v = t.try_values(idx).unwrap();
+                assert_eq!((v.dtz, v.dtm), (g.dtz[i], g.dtm[i]), "{} index {idx}", m.name());
+                for clock in 0..=LAST_MOVE_CLOCK as u32 {
+                    let at = t.try_at_clock(idx, clock).unwrap();
+                    assert_eq!(at, Some(oracle.at_clock(idx, clock)), "{} index {idx} clock {clock}", m.name());
+                }
+                assert_eq!(v.dtm50, oracle.at_clock(idx, 0));
+                segments.clear();
+                t.try_segments_into(idx, &mut segments).unwrap();
+                let mut expected = Vec::new();
+                oracle.segments_into(idx, &mut expected);
+                assert_eq!(segments, expected, "{} index {idx}", m.name());
+            }
+        });
+        checked += indexes.iter().filter(|&&i| g.dtz[i as usize] != tbserver::builtin::value::UNKNOWN).count() as u64;
+
+        let v3 = format::v3_bytes(n, Some(oracle));
+        let v4 = t.metric_bytes();
+        let overhead = t.file_size() - v4.iter().sum::<u64>();
+        for k in 0..3 {
+            v3_total[k] += v3[k];
+            v4_total[k] += v4[k];
+        }
+        v3_file += v3.iter().sum::<u64>();
+        v4_file += t.file_size();
+        report!(
+            "{:8} {:>10} indexes: v3 {:>11} bytes (DTZ {} DTM {} DTM50 {}), v4 {:>9} bytes (DTZ {} DTM {} DTM50 {}, header and index {})",
+            m.name(),
+            n,
+            v3.iter().sum::<u64>(),
+            v3[0],
+            v3[1],
+            v3[2],
+            t.file_size(),
+            v4[0],
+            v4[1],
+            v4[2],
+            overhead
+        );
+    }
+    report!(
+        "all 35: v3 {v3_file} bytes (DTZ {} DTM {} DTM50 {}), v4 {v4_file} bytes (DTZ {} DTM {} DTM50 {}), {:.0}x smaller",
+        v3_total[0],
+        v3_total[1],
+        v3_total[2],
+        v4_total[0],
+        v4_total[1],
+        v4_total[2],
+        v3_file as f64 / v4_file as f64
+    );
+    report!("format v4 against the generator's arrays: {checked} legal positions, DTZ, DTM and DTM50 at clocks 0-99 equal");
+    // Issue #28 aims at 60 MB; this format reaches about 83 MB (see
+    // docs/builtin-format.md). The bound keeps it from growing back.
+    assert!(v4_file <= 90_000_000, "all 35 tables with DTM50 within 90 MB: {v4_file}");
+}
+
+/// Tables of 5 pieces checked by [`v4_gives_back_every_five_piece_value`]:
+/// `TBSERVER_FORMAT_FIVE` (comma-separated; `all` for the three below), or
+/// none in the quick tier, where generating one takes minutes and 6-7 GiB.
+/// KNNvKN is nearly all draws, KRBvKQ has mates of up to 140 plies with
+/// many DTM50 change points, KNNNvK has three identical men.
+fn five_piece_tables() -> Vec<tbserver::builtin::Material> {
+    let names = std::env::var("TBSERVER_FORMAT_FIVE").unwrap_or_else(|_| if exhaustive() { "all".into() } else { String::new() });
+    let names = if names == "all" { "KNNvKN,KRBvKQ,KNNNvK".to_string() } else { names };
+    names
+        .split(',')
+        .filter(|n| !n.is_empty())
+        .map(|n| tbserver::builtin::Material::parse(n).filter(|m| m.pieces() == 5).unwrap_or_else(|| panic!("{n}: not a table of 5 pieces")))
+        .collect()
+}
+
+/// Format v4 against the generator for tables of 5 pieces, every legal
+/// position: DTZ50'', DTM, and DTM50's segments (equal segments give equal
+/// values at every clock; the 3-4-piece test also reads every clock).
+#[test]
+fn v4_gives_back_every_five_piece_value() {
+    let tables = five_piece_tables();
+    report!(
+        "format v4, tables of 5 pieces checked: {}",
+        if tables.is_empty() { "none (TBSERVER_FORMAT_FIVE names them)".into() } else { tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ") }
+    );
+    if tables.is_empty() {
+        return;
+    }
+    let store = Store::new(generated_builtin_dir(), true).with_lazy_max_pieces(5);
+    let never = AtomicBool::new(false);
+    for m in tables {
+        let started = std::time::Instant::now();
+        let wanted = tbserver::builtin::with_dependencies(std::slice::from_ref(&m));
+        tbserver::builtin::generate_in(&store, &wanted, &|_| {}).expect("generate");
+        let t = store.table(&m).unwrap();
+        let layout = Layout::new(&m);
+        let lookup = |b: &tbserver::builtin::generate::Board| store.lookup(b).map_err(|e| e.to_string());
+        let g = generate(&layout, &lookup, true, &never).unwrap();
+        let oracle = g.dtm50.as_ref().unwrap();
+        let checked: u64 = (0..layout.size as u32)
+            .into_par_iter()
+            .chunks(1 << 16)
+            .map(|chunk| {
+                let (mut segments, mut expected, mut n) = (Vec::new(), Vec::new(), 0u64);
+                for idx in chunk {
+                    let i = idx as usize;
+                    if g.dtz[i] == tbserver::builtin::value::UNKNOWN {
+                        continue;
+                    }
+                    let v = t.try_values(idx).unwrap();
+                    assert_eq!((v.dtz, v.dtm), (g.dtz[i], g.dtm[i]), "{} index {idx}", m.name());
+                    segments.clear();
+                    expected.clear();
+                    t.try_segments_into(idx, &mut segments).unwrap();
+                    oracle.segments_into(idx, &mut expected);
+                    assert_eq!(segments, expected, "{} index {idx}", m.name());
+                    n += 1;
+                }
+                n
+            })
+            .sum();
+        assert_eq!(checked, g.legal_positions, "{}", m.name());
+        let v3 = format::v3_bytes(layout.size, Some(oracle));
+        report!(
+            "{}: {checked} legal positions equal (DTZ, DTM, DTM50 segments); v3 {} bytes, v4 {} bytes ({:.0}x smaller); {:.0} s",
+            m.name(),
+            v3.iter().sum::<u64>(),
+            t.file_size(),
+            v3.iter().sum::<u64>() as f64 / t.file_size() as f64,
+            started.elapsed().as_secs_f64()
+        );
+    }
+}
