@@ -10,6 +10,12 @@ use tbserver::{
     request::parse_fen,
 };
 
+/// jemalloc: a full uncached answer costs about 10% less CPU than with the
+/// system allocator (scripts/bench-vs-lichess.sh, docs/performance.md);
+/// generating the 3-4-piece tables takes the same time and memory.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser)]
 #[command(name = "tbserver", version, about = "The truth about chess endgames, over HTTP/JSON")]
 struct Cli {

@@ -86,7 +86,7 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
                         .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
-            Ok(BatchResponse { results }.encode())
+            Ok(BatchResponse { results }.encode_only(format))
         })
         .await?;
     Ok(answer.response(format))

@@ -94,6 +94,17 @@ impl Encoded {
         Encoded { json: encode(value, Format::Json), cbor: encode(value, Format::Cbor), complete: true }
     }
 
+    /// Serialized in `format` only, for an answer sent once and never
+    /// cached (the response cache is off, or a batch): the other format's
+    /// body is left empty.
+    pub fn only<T: Serialize + ?Sized>(value: &T, format: Format) -> Encoded {
+        let (json, cbor) = match format {
+            Format::Json => (encode(value, format), Bytes::new()),
+            Format::Cbor => (Bytes::new(), encode(value, format)),
+        };
+        Encoded { json, cbor, complete: true }
+    }
+
     pub fn body(&self, format: Format) -> &Bytes {
         match format {
             Format::Json => &self.json,

@@ -9,7 +9,9 @@ use std::{hash::BuildHasher, sync::RwLock};
 
 use rustc_hash::{FxBuildHasher, FxHashMap};
 
-use super::Encoded;
+use axum::response::Response;
+
+use super::{Encoded, Format};
 
 const SHARDS: usize = 16;
 
@@ -35,11 +37,12 @@ impl HotAnswers {
         &self.shards[(FxBuildHasher.hash_one(path_and_query) >> 32) as usize % SHARDS]
     }
 
-    /// The answer stored for this request under `generation` (answers of an
-    /// earlier index, before a rescan, are never returned).
-    pub fn get(&self, path_and_query: &str, generation: u64) -> Option<Encoded> {
+    /// The response stored for this request under `generation`, in
+    /// `format` (answers of an earlier index, before a rescan, are never
+    /// returned).
+    pub fn get(&self, path_and_query: &str, generation: u64, format: Format) -> Option<Response> {
         let shard = self.shard(path_and_query).read().unwrap_or_else(|e| e.into_inner());
-        shard.get(path_and_query).filter(|(g, _)| *g == generation).map(|(_, encoded)| encoded.clone())
+        shard.get(path_and_query).filter(|(g, _)| *g == generation).map(|(_, encoded)| encoded.response(format))
     }
 
     pub fn insert(&self, path_and_query: &str, generation: u64, encoded: Encoded) {
@@ -71,9 +74,9 @@ mod tests {
         let held: usize = hot.shards.iter().map(|s| s.read().unwrap().len()).sum();
         assert!(held <= 32, "{held} entries held");
         hot.insert("/standard?fen=x", 0, answer.clone());
-        assert!(hot.get("/standard?fen=x", 0).is_some());
-        assert!(hot.get("/standard?fen=x", 1).is_none(), "an answer from before a rescan");
+        assert!(hot.get("/standard?fen=x", 0, Format::Json).is_some());
+        assert!(hot.get("/standard?fen=x", 1, Format::Json).is_none(), "an answer from before a rescan");
         hot.clear();
-        assert!(hot.get("/standard?fen=x", 0).is_none());
+        assert!(hot.get("/standard?fen=x", 0, Format::Json).is_none());
     }
 }

@@ -12,18 +12,15 @@ use std::{
 
 use axum::{
     body::Body,
-    extract::{ConnectInfo, Request, State},
     http::{HeaderValue, Method, StatusCode, header},
-    middleware::Next,
     response::{IntoResponse, Response},
 };
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
-use super::AppState;
 use crate::{config::Limits, error::ApiError};
 
 /// Paths that orchestrators poll: never rate limited.
-const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
+pub(super) const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Token buckets by client address: `burst` tokens, refilled at
 /// `per_second`; a request takes one.
@@ -71,39 +68,9 @@ impl RateLimiter {
     }
 }
 
-/// Refuses clients over their rate (429). Requests without a peer address
-/// (called in-process, e.g. by the fuzz harness) are not limited.
-pub async fn rate_limit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if let (Some(limiter), Some(ConnectInfo(super::serve::Peer(peer)))) =
-        (&state.rate_limiter, request.extensions().get::<ConnectInfo<super::serve::Peer>>())
-        && !UNLIMITED_PATHS.contains(&request.uri().path())
-        && let Err(retry_after_s) = limiter.check(peer.ip(), Instant::now())
-    {
-        return ApiError::RateLimited { retry_after_s }.into_response();
-    }
-    next.run(request).await
-}
-
-/// Refuses overlong query strings (414) before anything parses them.
-pub async fn query_length(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let max = state.config.limits.max_query_bytes;
-    match request.uri().query().map(str::len) {
-        Some(bytes) if bytes > max => ApiError::QueryTooLong { bytes, max }.into_response(),
-        _ => next.run(request).await,
-    }
-}
-
-/// Answers 503 `timeout` when a request has no response within the limit.
-pub async fn timeout(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let ms = state.config.limits.request_timeout_ms;
-    tokio::time::timeout(Duration::from_millis(ms), next.run(request))
-        .await
-        .unwrap_or_else(|_| ApiError::Timeout { ms }.into_response())
-}
-
 /// Gives the framework's own error responses (plain text or empty: 413 from
 /// the body limit, 405, extractor rejections) the JSON error shape.
-pub async fn json_errors(State(state): State<AppState>, response: Response) -> Response {
+pub async fn json_errors(response: Response, max_body_bytes: usize) -> Response {
     let status = response.status();
     let is_json = response
         .headers()
@@ -113,7 +80,7 @@ pub async fn json_errors(State(state): State<AppState>, response: Response) -> R
         return response;
     }
     let error = match status {
-        StatusCode::PAYLOAD_TOO_LARGE => ApiError::BodyTooLarge { max: state.config.limits.max_body_bytes },
+        StatusCode::PAYLOAD_TOO_LARGE => ApiError::BodyTooLarge { max: max_body_bytes },
         StatusCode::METHOD_NOT_ALLOWED => ApiError::MethodNotAllowed,
         StatusCode::NOT_FOUND => ApiError::NotFound,
         _ => {

@@ -6,6 +6,7 @@ pub mod analyse;
 mod api;
 mod charts;
 mod encoding;
+mod front;
 mod hot;
 mod lichess;
 mod limits;
@@ -27,17 +28,11 @@ use axum::{
     Json, Router,
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
-    middleware,
 };
 use utoipa::OpenApi as _;
 use utoipa_axum::{router::OpenApiRouter, routes};
 use tokio::sync::Semaphore;
-use tower_http::{
-    catch_panic::CatchPanicLayer,
-    limit::RequestBodyLimitLayer,
-    request_id::{PropagateRequestIdLayer, SetRequestIdLayer},
-    trace::TraceLayer,
-};
+use tower_http::limit::RequestBodyLimitLayer;
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
@@ -160,11 +155,12 @@ impl Shared {
     /// Runs CPU-bound table work off the async threads, at most
     /// `max_concurrent_probes` at once, through the response cache when a
     /// key is given. The work serializes its answer ([`Answer::encode`]), so
-    /// that a cache hit only clones the stored bytes. Work that only built-in
-    /// tables being generated could answer is tried again each time one is
-    /// ready, for at most `builtin.wait_ms`; meanwhile the request holds no
-    /// thread and no slot. Answers with values still pending are served but
-    /// never cached.
+    /// that a cache hit only clones the stored bytes; work that is never
+    /// cached may serialize only the format asked for
+    /// ([`Answer::encode_only`]). Work that only built-in tables being
+    /// generated could answer is tried again each time one is ready, for at
+    /// most `builtin.wait_ms`; meanwhile the request holds no thread and no
+    /// slot. Answers with values still pending are served but never cached.
     async fn compute(
         self: &Arc<Self>,
         endpoint: Endpoint,
@@ -230,6 +226,13 @@ pub(crate) trait Answer: serde::Serialize {
     /// Serialized in every format, marked complete or not.
     fn encode(&self) -> Encoded {
         let mut encoded = Encoded::new(self);
+        encoded.complete = self.is_complete();
+        encoded
+    }
+
+    /// Serialized in `format` only (see [`Encoded::only`]).
+    fn encode_only(&self, format: Format) -> Encoded {
+        let mut encoded = Encoded::only(self, format);
         encoded.complete = self.is_complete();
         encoded
     }
@@ -303,99 +306,16 @@ pub fn router(state: AppState) -> Router {
     routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
-        // Innermost first: each limit answers in JSON with its own code.
-        .layer(RequestBodyLimitLayer::new(body_limit))
-        .layer(middleware::from_fn_with_state(state.clone(), limits::timeout))
-        .layer(middleware::from_fn_with_state(state.clone(), limits::query_length))
-        .layer(middleware::from_fn_with_state(state.clone(), limits::rate_limit))
-        .layer(middleware::map_response_with_state(state.clone(), limits::json_errors))
-        .layer(limits::cors(&state.config.limits))
-        .layer(CatchPanicLayer::custom(limits::panic_response))
-        // Counts every answer, limits' and panics' included.
-        .layer(middleware::from_fn_with_state(Arc::clone(&state), track_request))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(TraceLayer::new_for_http().make_span_with(request_span).on_failure(log_failure))
-        // Outermost: every request has an ID before it is traced.
-        .layer(SetRequestIdLayer::x_request_id(RequestIds::new()))
+        // One layer of services (outermost first; see front.rs), so that
+        // each route is boxed once more, not once per service.
+        .layer(
+            tower::ServiceBuilder::new()
+                .layer(front::FrontLayer::new(Arc::clone(&state)))
+                .layer(limits::cors(&state.config.limits))
+                .layer(front::GuardLayer::new(Arc::clone(&state)))
+                .layer(RequestBodyLimitLayer::new(body_limit)),
+        )
         .with_state(state)
-}
-
-/// Server errors in the log: an intended 503 (busy, timeout, a broken table)
-/// is routine under load and would drown real failures at ERROR level.
-fn log_failure(class: tower_http::classify::ServerErrorsFailureClass, latency: Duration, _span: &tracing::Span) {
-    use tower_http::classify::ServerErrorsFailureClass as Class;
-    match class {
-        Class::StatusCode(status) if status == StatusCode::SERVICE_UNAVAILABLE => {
-            tracing::debug!(%status, ?latency, "refused or unavailable")
-        }
-        other => tracing::error!(failure = %other, ?latency, "request failed"),
-    }
-}
-
-/// The span of one request, carrying its `x-request-id` (the client's, or a
-/// generated UUID) so that log lines of probes and searches can be matched.
-fn request_span<B>(request: &axum::http::Request<B>) -> tracing::Span {
-    let id = request.headers().get("x-request-id").and_then(|v| v.to_str().ok()).unwrap_or_default();
-    tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id)
-}
-
-/// Counts every request by its route template and status, and times it.
-/// Also sends every error in CBOR when the client asked for CBOR (errors are
-/// made in many places: handlers, limits, the framework, panics).
-async fn track_request(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    request: axum::extract::Request,
-    next: axum::middleware::Next,
-) -> Response {
-    let route = request.extensions().get::<axum::extract::MatchedPath>().map(|p| p.as_str().to_owned());
-    let method = request.method().clone();
-    let error_format = encoding::cbor_errors_on(request.uri().path())
-        .then(|| Format::from_accept(request.headers().get(header::ACCEPT)));
-    let started = std::time::Instant::now();
-    let mut response = next.run(request).await;
-    let route = route.as_deref().unwrap_or("unmatched");
-    state.telemetry.record_request(route, method.as_str(), response.status().as_u16(), started.elapsed());
-    if let Some(format) = error_format
-        && (response.status().is_client_error() || response.status().is_server_error())
-    {
-        response = encoding::negotiate_error(response, format);
-    }
-    response
-}
-
-/// `x-request-id` values for requests that bring none: UUID-shaped, a
-/// random per-process prefix and a counter. Unique like a random UUID
-/// within a process's life, without a `getrandom` system call per request.
-#[derive(Clone)]
-struct RequestIds {
-    prefix: u64,
-    next: Arc<AtomicU64>,
-}
-
-impl RequestIds {
-    fn new() -> RequestIds {
-        use std::hash::{BuildHasher, Hasher};
-        // The standard library seeds `RandomState` from the OS.
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
-        RequestIds { prefix: hasher.finish(), next: Arc::new(AtomicU64::new(0)) }
-    }
-}
-
-impl tower_http::request_id::MakeRequestId for RequestIds {
-    fn make_request_id<B>(&mut self, _request: &axum::http::Request<B>) -> Option<tower_http::request_id::RequestId> {
-        let n = self.next.fetch_add(1, Ordering::Relaxed);
-        let p = self.prefix;
-        let id = format!(
-            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
-            p >> 32,
-            (p >> 16) & 0xffff,
-            p & 0xfff,
-            0x8000 | ((n >> 48) & 0x3fff),
-            n & 0xffff_ffff_ffff
-        );
-        HeaderValue::from_str(&id).ok().map(tower_http::request_id::RequestId::new)
-    }
 }
 
 /// `GET /prometheus`: operational metrics, OpenMetrics text.
@@ -442,7 +362,7 @@ async fn readyz(axum::extract::State(state): axum::extract::State<AppState>) -> 
 
 impl IntoResponse for ApiError {
     /// The JSON error; the error itself rides along in the response's
-    /// extensions, for [`track_request`] to send it in CBOR if asked.
+    /// extensions, for [`front::Front`] to send it in CBOR if asked.
     fn into_response(self) -> Response {
         let status = StatusCode::from_u16(self.status()).unwrap_or(StatusCode::BAD_REQUEST);
         let mut response = (status, Json(self.body())).into_response();
@@ -521,14 +441,35 @@ async fn answer_parsed<T: Answer>(
 ) -> Result<Response, ApiError> {
     let generation = state.generation.load(Ordering::SeqCst);
     if let Some(hot) = &state.hot
-        && let Some(hit) = hot.get(request.path_and_query(), generation)
+        && let Some(hit) = hot.get(request.path_and_query(), generation, request.format)
     {
         state.telemetry.record_cache(true);
-        return Ok(hit.response(request.format));
+        return Ok(hit);
     }
+    // Boxed: the handler's own future, which the router boxes and moves on
+    // every request, stays small for the hits above.
+    Box::pin(compute_parsed(state, request, endpoint, parse, work, generation)).await
+}
+
+/// [`answer_parsed`] for a request not answered before.
+async fn compute_parsed<T: Answer>(
+    state: &AppState,
+    request: FenRequest,
+    endpoint: Endpoint,
+    parse: fn(&str) -> Result<Chess, ApiError>,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
+    generation: u64,
+) -> Result<Response, ApiError> {
     let pos = parse(&fen_param(Query::try_from_uri(&request.uri))?)?;
     let key = normalized_fen(&pos);
-    let encoded = state.compute(endpoint, Some(key), move |shared| Ok(work(&shared.tablebases(), &pos)?.encode())).await?;
+    // Without a response cache the answer is sent once, in one format.
+    let (cached, format) = (state.cache.is_some(), request.format);
+    let encoded = state
+        .compute(endpoint, Some(key), move |shared| {
+            let answer = work(&shared.tablebases(), &pos)?;
+            Ok(if cached { answer.encode() } else { answer.encode_only(format) })
+        })
+        .await?;
     // Partial answers are not kept here either.
     if let Some(hot) = state.hot.as_ref().filter(|_| encoded.complete) {
         hot.insert(request.path_and_query(), generation, encoded.clone());

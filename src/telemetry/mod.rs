@@ -5,7 +5,14 @@
 //! owned by the server; probe counts live in [`Tablebases`] (lock-free, see
 //! [`crate::probe_counts`]) and, like table sizes, are read only when scraped.
 
-use std::{fmt, sync::Arc, time::Duration};
+use std::{
+    fmt,
+    hash::BuildHasher as _,
+    sync::{Arc, RwLock},
+    time::Duration,
+};
+
+use rustc_hash::{FxBuildHasher, FxHashMap};
 
 use prometheus_client::{
     collector::Collector,
@@ -59,6 +66,16 @@ pub struct Telemetry {
     searches_running: Gauge,
     searches_refused: Counter,
     search_seconds: Histogram,
+    /// The series of `requests` and `request_seconds` already met, by a hash
+    /// of (route, method, status): recording a request then builds no label
+    /// strings (a cached answer's cost is a few microseconds).
+    request_series: RwLock<FxHashMap<u64, Vec<RequestSeries>>>,
+}
+
+struct RequestSeries {
+    labels: RequestLabels,
+    count: Counter,
+    seconds: Histogram,
 }
 
 impl Telemetry {
@@ -74,6 +91,7 @@ impl Telemetry {
             searches_running: Gauge::default(),
             searches_refused: Counter::default(),
             search_seconds: seconds_histogram(),
+            request_series: RwLock::default(),
         };
         let r = &mut t.registry;
         r.register("http_requests", "HTTP requests answered, by route template, method and status", t.requests.clone());
@@ -94,9 +112,25 @@ impl Telemetry {
     }
 
     pub fn record_request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+        let key = FxBuildHasher.hash_one((route, method, status));
+        let is = |s: &&RequestSeries| s.labels.status == status && s.labels.route == route && s.labels.method == method;
+        let series = self.request_series.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = series.get(&key).and_then(|list| list.iter().find(is)) {
+            s.count.inc();
+            s.seconds.observe(elapsed.as_secs_f64());
+            return;
+        }
+        drop(series);
         let labels = RequestLabels { route: route.to_owned(), method: method.to_owned(), status };
-        self.requests.get_or_create(&labels).inc();
-        self.request_seconds.get_or_create(&RouteLabels { route: labels.route }).observe(elapsed.as_secs_f64());
+        let count = self.requests.get_or_create(&labels).clone();
+        let seconds = self.request_seconds.get_or_create(&RouteLabels { route: labels.route.clone() }).clone();
+        count.inc();
+        seconds.observe(elapsed.as_secs_f64());
+        let mut series = self.request_series.write().unwrap_or_else(|e| e.into_inner());
+        let list = series.entry(key).or_default();
+        if !list.iter().any(|s| is(&s)) {
+            list.push(RequestSeries { labels, count, seconds });
+        }
     }
 
     pub fn record_cache(&self, hit: bool) {

@@ -1,0 +1,272 @@
+//! What every request passes through around its route, as two services of
+//! our own beside tower-http's CORS and body limit. Each layer added with
+//! `Router::layer` boxes the route again and each `middleware::from_fn`
+//! clones and boxes what it wraps, per request: with ten of them that was
+//! most of a cached answer's own cost (scripts/bench-vs-lichess.sh).
+//!
+//! From the outside in, as the ten layers were stacked:
+//! - [`Front`]: the request ID (the client's `x-request-id`, or a new one),
+//!   sent back; the request's tracing span and its start, end and failure
+//!   events; the request metrics; CBOR errors where CBOR was asked for; a
+//!   panic answered 500 `internal_error`.
+//! - CORS (tower-http).
+//! - [`Guard`]: the rate limit, the query length, the time limit, and the
+//!   JSON error shape for the framework's own refusals.
+//! - the request body limit (tower-http).
+
+use std::{
+    convert::Infallible,
+    future::Future,
+    panic::{AssertUnwindSafe, catch_unwind},
+    pin::{Pin, pin},
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    task::{Context, Poll},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    extract::{ConnectInfo, MatchedPath, Request},
+    http::{HeaderName, HeaderValue, StatusCode, header},
+    response::{IntoResponse, Response},
+};
+use tower::{Layer, Service};
+use tracing::Instrument as _;
+
+use super::{AppState, Format, encoding, limits, serve::Peer};
+use crate::error::ApiError;
+
+type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
+
+const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+#[derive(Clone)]
+pub struct FrontLayer {
+    state: AppState,
+    ids: RequestIds,
+}
+
+impl FrontLayer {
+    pub fn new(state: AppState) -> FrontLayer {
+        FrontLayer { state, ids: RequestIds::new() }
+    }
+}
+
+impl<S> Layer<S> for FrontLayer {
+    type Service = Front<S>;
+
+    fn layer(&self, inner: S) -> Front<S> {
+        Front { inner, state: Arc::clone(&self.state), ids: self.ids.clone() }
+    }
+}
+
+#[derive(Clone)]
+pub struct Front<S> {
+    inner: S,
+    state: AppState,
+    ids: RequestIds,
+}
+
+impl<S> Service<Request> for Front<S>
+where
+    S: Service<Request, Response = Response, Error = Infallible> + Send + 'static,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request) -> BoxFuture {
+        let id = match request.headers().get(X_REQUEST_ID) {
+            Some(id) => id.clone(),
+            None => {
+                let id = self.ids.next();
+                request.headers_mut().insert(X_REQUEST_ID, id.clone());
+                id
+            }
+        };
+        let span = tracing::info_span!("request", method = %request.method(), uri = %request.uri(), request_id = %id.to_str().unwrap_or_default());
+        // The route template: an `Arc<str>`, cloned without copying.
+        let route = request.extensions().get::<MatchedPath>().cloned();
+        let method = request.method().clone();
+        let error_format = encoding::cbor_errors_on(request.uri().path())
+            .then(|| Format::from_accept(request.headers().get(header::ACCEPT)));
+        let started = Instant::now();
+        let state = Arc::clone(&self.state);
+        let called = span.in_scope(|| {
+            tracing::debug!("started processing request");
+            catch_unwind(AssertUnwindSafe(|| self.inner.call(request)))
+        });
+        Box::pin(
+            async move {
+                let mut response = match called {
+                    Ok(future) => {
+                        let mut future = pin!(future);
+                        std::future::poll_fn(|cx| match catch_unwind(AssertUnwindSafe(|| future.as_mut().poll(cx))) {
+                            Ok(Poll::Ready(Ok(response))) => Poll::Ready(response),
+                            Ok(Poll::Pending) => Poll::Pending,
+                            Err(panic) => Poll::Ready(limits::panic_response(panic)),
+                        })
+                        .await
+                    }
+                    Err(panic) => limits::panic_response(panic),
+                };
+                let latency = started.elapsed();
+                let status = response.status();
+                let route = route.as_ref().map_or("unmatched", MatchedPath::as_str);
+                state.telemetry.record_request(route, method.as_str(), status.as_u16(), latency);
+                if let Some(format) = error_format
+                    && (status.is_client_error() || status.is_server_error())
+                {
+                    response = encoding::negotiate_error(response, format);
+                }
+                tracing::debug!(latency_ms = latency.as_secs_f64() * 1e3, status = status.as_u16(), "finished processing request");
+                if status.is_server_error() {
+                    log_failure(status, latency);
+                }
+                response.headers_mut().entry(X_REQUEST_ID).or_insert(id);
+                Ok(response)
+            }
+            .instrument(span),
+        )
+    }
+}
+
+/// Server errors in the log: an intended 503 (busy, timeout, a broken table)
+/// is routine under load and would drown real failures at ERROR level.
+fn log_failure(status: StatusCode, latency: Duration) {
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        tracing::debug!(%status, ?latency, "refused or unavailable")
+    } else {
+        tracing::error!(failure = %format_args!("Status code: {status}"), ?latency, "request failed")
+    }
+}
+
+#[derive(Clone)]
+pub struct GuardLayer {
+    state: AppState,
+}
+
+impl GuardLayer {
+    pub fn new(state: AppState) -> GuardLayer {
+        GuardLayer { state }
+    }
+}
+
+impl<S> Layer<S> for GuardLayer {
+    type Service = Guard<S>;
+
+    fn layer(&self, inner: S) -> Guard<S> {
+        Guard { inner, state: Arc::clone(&self.state) }
+    }
+}
+
+#[derive(Clone)]
+pub struct Guard<S> {
+    inner: S,
+    state: AppState,
+}
+
+impl<S> Service<Request> for Guard<S>
+where
+    S: Service<Request, Error = Infallible> + Send + 'static,
+    S::Response: IntoResponse,
+    S::Future: Send + 'static,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> BoxFuture {
+        let limits = &self.state.config.limits;
+        let refusal = if let (Some(limiter), Some(ConnectInfo(Peer(peer)))) =
+            (&self.state.rate_limiter, request.extensions().get::<ConnectInfo<Peer>>())
+            && !limits::UNLIMITED_PATHS.contains(&request.uri().path())
+            && let Err(retry_after_s) = limiter.check(peer.ip(), Instant::now())
+        {
+            Some(ApiError::RateLimited { retry_after_s })
+        } else {
+            match request.uri().query().map(str::len) {
+                Some(bytes) if bytes > limits.max_query_bytes => Some(ApiError::QueryTooLong { bytes, max: limits.max_query_bytes }),
+                _ => None,
+            }
+        };
+        if let Some(refusal) = refusal {
+            return Box::pin(std::future::ready(Ok(refusal.into_response())));
+        }
+        let ms = limits.request_timeout_ms;
+        let max_body_bytes = limits.max_body_bytes;
+        let answer = self.inner.call(request);
+        Box::pin(async move {
+            let response = match tokio::time::timeout(Duration::from_millis(ms), answer).await {
+                Ok(Ok(response)) => response.into_response(),
+                Err(_) => return Ok(ApiError::Timeout { ms }.into_response()),
+            };
+            Ok(limits::json_errors(response, max_body_bytes).await)
+        })
+    }
+}
+
+/// `x-request-id` values for requests that bring none: UUID-shaped, a
+/// random per-process prefix and a counter. Unique like a random UUID
+/// within a process's life, without a `getrandom` system call per request.
+#[derive(Clone)]
+struct RequestIds {
+    prefix: u64,
+    next: Arc<AtomicU64>,
+}
+
+impl RequestIds {
+    fn new() -> RequestIds {
+        use std::hash::{BuildHasher, Hasher};
+        // The standard library seeds `RandomState` from the OS.
+        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        RequestIds { prefix: hasher.finish(), next: Arc::new(AtomicU64::new(0)) }
+    }
+
+    fn next(&self) -> HeaderValue {
+        use std::io::Write as _;
+        let n = self.next.fetch_add(1, Ordering::Relaxed);
+        let p = self.prefix;
+        // Written in place: the header value is the only allocation.
+        let mut id = [0u8; 36];
+        write!(
+            &mut id[..],
+            "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+            p >> 32,
+            (p >> 16) & 0xffff,
+            p & 0xfff,
+            0x8000 | ((n >> 48) & 0x3fff),
+            n & 0xffff_ffff_ffff
+        )
+        .expect("36 bytes hold a UUID");
+        HeaderValue::from_bytes(&id).expect("hex digits and dashes")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_ids_are_uuid_shaped_and_distinct() {
+        let ids = RequestIds::new();
+        let (a, b) = (ids.next(), ids.next());
+        assert_ne!(a, b);
+        let a = a.to_str().unwrap();
+        assert_eq!(a.len(), 36);
+        assert_eq!(a.split('-').map(str::len).collect::<Vec<_>>(), [8, 4, 4, 4, 12]);
+        assert_eq!(&a[14..15], "4", "version 4");
+    }
+}
