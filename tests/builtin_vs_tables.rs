@@ -22,7 +22,7 @@ use std::{
 };
 
 use rayon::prelude::*;
-use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
+use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
 use tbserver::search::{MateSide, NoBound};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
@@ -110,15 +110,7 @@ const SUCCESSOR_SAMPLE: usize = 25_000;
 const MATE_ONLY_SAMPLE: usize = 100_000;
 
 fn chess(l: &Layout, p: &Pos) -> Chess {
-    let mut board = Board::empty();
-    for i in 0..l.n {
-        let (color, role) = l.men[i];
-        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
-    }
-    let mut setup = Setup::empty();
-    setup.board = board;
-    setup.turn = p.turn;
-    Chess::from_setup(setup, CastlingMode::Standard)
+    Chess::from_setup(common::setup_of(l, p), CastlingMode::Standard)
         .or_else(PositionError::ignore_impossible_check)
         .expect("legal table position")
 }

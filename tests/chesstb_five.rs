@@ -23,7 +23,7 @@ mod two_generators;
 use std::{path::PathBuf, sync::atomic::Ordering};
 
 use rayon::prelude::*;
-use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
+use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use tbserver::{
     builtin::{Material, Store},
     chesstb::{Chesstb, Kind},
@@ -50,15 +50,7 @@ fn share() -> (u64, u64) {
 }
 
 fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
-    let mut board = Board::empty();
-    for i in 0..l.n {
-        let (color, role) = l.men[i];
-        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
-    }
-    let mut setup = Setup::empty();
-    setup.board = board;
-    setup.turn = p.turn;
-    Chess::from_setup(setup, CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+    Chess::from_setup(common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
 }
 
 #[test]

@@ -284,3 +284,18 @@ pub fn rng_for(seed: u64, part: &str) -> Rng {
     h ^= h >> 31;
     Rng(h.max(1))
 }
+
+/// The position a built-in table's index decodes to (`p` laid out by `l`),
+/// as a shakmaty setup.
+#[allow(dead_code)]
+pub fn setup_of(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Setup {
+    let mut board = Board::empty();
+    for i in 0..l.n {
+        let (color, role) = l.men[i];
+        board.set_piece_at(Square::new(p.sq[i] as u32), Piece { color, role });
+    }
+    let mut setup = Setup::empty();
+    setup.board = board;
+    setup.turn = p.turn;
+    setup
+}
