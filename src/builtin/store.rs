@@ -619,11 +619,12 @@ impl Inner {
     /// The file of `material` this store would open: its own, else the
     /// shipped one; `None` when neither exists.
     fn find(&self, material: &Material) -> Option<PathBuf> {
-        let name = format!("{}.{}", material.name(), format::EXTENSION);
-        std::iter::once(&self.dir)
-            .chain(&self.shipped_dir)
-            .map(|d| d.join(&name))
-            .find(|p| p.exists())
+        let own = self.path_of(material);
+        if own.exists() {
+            return Some(own);
+        }
+        let shipped = self.shipped_dir.as_ref()?.join(own.file_name()?);
+        shipped.exists().then_some(shipped)
     }
 
     /// The table of `m`, if it is ready. Lock-free.
