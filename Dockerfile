@@ -12,9 +12,10 @@ ARG RUST_IMAGE=docker.io/library/rust:1.95-bookworm
 ARG RUNTIME_IMAGE=docker.io/library/debian:bookworm-slim
 
 FROM ${RUST_IMAGE} AS build
-# bindgen (gaviota-sys) needs libclang.
+# bindgen (gaviota-sys) needs libclang; jemalloc (tikv-jemalloc-sys) is
+# built with make, which the official image has but a slimmer base may not.
 RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libclang-dev \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libclang-dev make \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

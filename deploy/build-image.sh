@@ -81,9 +81,9 @@ if [ "${TBSERVER_REBUILD_BASES:-0}" = 1 ] || ! have_image "$rust_image"; then
   log "stand-in $rust_image (this machine's toolchain: $(rustc --version))"
   sysroot=$(rustc --print sysroot)
   ctr=$(bah from "$runtime_image")
-  # What the official rust image has beyond Debian: a C toolchain and CA certificates.
+  # What the official rust image has beyond Debian: a C toolchain, make and CA certificates.
   timeout 900 buildah --storage-driver vfs run --isolation chroot "$ctr" -- sh -c \
-    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*'
+    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev make ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*'
   # The toolchain without its documentation, where the official image keeps it.
   for part in bin lib libexec; do
     [ -d "$sysroot/$part" ] && bah copy "$ctr" "$sysroot/$part" "/usr/local/rust/$part"

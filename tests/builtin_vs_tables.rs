@@ -89,12 +89,11 @@ fn five_piece_tables() -> Vec<Material> {
 /// named in `TBSERVER_BUILTIN_TEST_ONLY` (comma-separated, e.g.
 /// `KQvKR,KPvKP`) for a quick run.
 fn materials(max: usize) -> Vec<Material> {
-    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
     let mut all = all_materials(max.min(max_pieces()).min(4));
     if max >= 5 {
         all.extend(five_piece_tables());
     }
-    all.into_iter().filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name())).collect()
+    common::only_named(all)
 }
 
 /// Quick-tier sample sizes per table and check (legal positions). With `n`
@@ -124,17 +123,21 @@ struct Checked {
 
 impl std::fmt::Display for Checked {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.all {
+        let share = common::share();
+        if self.all && share.is_all() {
             write!(f, "{:>9} positions (all)", self.n)
+        } else if self.all {
+            write!(f, "{:>9} positions (share {share} of {})", self.n, self.of)
         } else {
             write!(f, "{:>9} positions (sample of {})", self.n, self.of)
         }
     }
 }
 
-/// The indexes to check in `m`: all of them in the exhaustive tier; in the
-/// quick tier `sample` legal positions drawn uniformly at random (distinct),
-/// or all where the table holds fewer than twice that.
+/// The indexes to check in `m`: all of them in the exhaustive tier (those of
+/// this run's [`common::share`]); in the quick tier `sample` legal
+/// positions drawn uniformly at random (distinct), or all where the table
+/// holds fewer than twice that.
 fn indexes(t: &tbserver::builtin::Table, check: &str, sample: usize) -> Option<Vec<u32>> {
     if common::exhaustive() || t.legal_positions <= 2 * sample as u64 {
         return None;
@@ -164,12 +167,13 @@ fn for_each_position(m: &Material, check: &str, sample: usize, f: impl Fn(&Chess
     };
     let sample = indexes(&t, check, sample);
     let all = sample.is_none();
+    let share = common::share();
     match sample {
-        None => (0..l.size as u32).into_par_iter().with_min_len(4096).for_each(visit),
+        None => (0..l.size as u32).into_par_iter().with_min_len(4096).filter(|&i| share.takes(i.into())).for_each(visit),
         Some(sample) => sample.into_par_iter().with_min_len(64).for_each(visit),
     }
     let n = count.into_inner();
-    if all {
+    if all && share.is_all() {
         assert_eq!(n, t.legal_positions, "{}: legal positions decoded against the header's count", m.name());
     }
     Checked { n, of: t.legal_positions, all }

@@ -4,13 +4,12 @@
 //! clock 0–99, the same comparison as `tests/chesstb_vs_builtin.rs` makes
 //! at 3–4 pieces (`tests/common/two_generators.rs`).
 //!
-//! Quick tier: [`SAMPLE_PER_TABLE`] random positions of each table, every
-//! clock probed as the service probes it. Exhaustive tier
-//! (`TBSERVER_EXHAUSTIVE=1`): every legal position of the side to move the
-//! DTM50 pack stores and 1 in 8 of the side it leaves out, of the share of
-//! built-in indexes that `TBSERVER_CHESSTB_FIVE_SHARE` names: `all` (the
-//! default), or `k/n` for the indexes ≡ k mod n (CI takes a third per run,
-//! see `scripts/verify-all.sh`; three runs cover every position).
+//! Quick tier: [`SAMPLE_PER_TABLE`] random positions of KNNNvK (the
+//! cheaper table to generate), every clock probed as the service probes it.
+//! Exhaustive tier (`TBSERVER_EXHAUSTIVE=1`): both tables, every legal
+//! position of the side to move the DTM50 pack stores and 1 in 8 of the side
+//! it leaves out, of the built-in indexes in `TBSERVER_EXHAUSTIVE_SHARE`
+//! (all by default; CI takes a third per run, see `.ci/run`).
 //!
 //! Generating the two built-in tables takes about 3 minutes and up to 7 GiB
 //! on 2 cores, once: they are kept with the other built-in test tables.
@@ -36,19 +35,6 @@ const TABLES: [(&str, &str); 2] = [("KNNNvK", "KNNNK"), ("KRBvKQ", "KQKRB")];
 /// Positions per table in the quick tier, each at all 100 clocks.
 const SAMPLE_PER_TABLE: usize = 5_000;
 
-/// `(k, n)`: the exhaustive run checks the built-in indexes ≡ k mod n.
-fn share() -> (u64, u64) {
-    let v = std::env::var("TBSERVER_CHESSTB_FIVE_SHARE").unwrap_or_else(|_| "all".into());
-    if v == "all" {
-        return (0, 1);
-    }
-    let (k, n) = v.split_once('/').and_then(|(k, n)| Some((k.parse().ok()?, n.parse().ok()?))).unwrap_or_else(|| {
-        panic!("TBSERVER_CHESSTB_FIVE_SHARE={v}: expected `all` or k/n")
-    });
-    assert!(k < n, "TBSERVER_CHESSTB_FIVE_SHARE={v}: k must be below n");
-    (k, n)
-}
-
 fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
     Chess::from_setup(common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
 }
@@ -61,17 +47,15 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
     let store = Store::new(dir, true).with_lazy_max_pieces(5);
-    // Some tables only, as in the other comparisons (`TBSERVER_BUILTIN_TEST_ONLY=KRBvKQ`).
-    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
-    let tables: Vec<(&str, &str)> = TABLES.into_iter().filter(|(b, _)| only.is_empty() || only.split(',').any(|n| n == *b)).collect();
-    let materials: Vec<Material> = tables.iter().map(|(b, _)| Material::parse(b).unwrap()).collect();
+    // The quick tier's sample comes from KNNNvK alone: generating KRBvKQ
+    // takes minutes, and the exhaustive tier compares it.
+    let tables = if common::exhaustive() { &TABLES[..] } else { &TABLES[..1] };
+    let materials = common::only_named(tables.iter().map(|(b, _)| Material::parse(b).unwrap()).collect());
+    let tables: Vec<(&str, &str)> = tables.iter().copied().filter(|(b, _)| materials.iter().any(|m| m.name() == *b)).collect();
     let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {}).expect("generate");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
     let seed = common::sample_seed();
-    let (k, n) = share();
-    if common::exhaustive() {
-        report!("share of the built-in indexes: those ≡ {k} mod {n} (TBSERVER_CHESSTB_FIVE_SHARE)");
-    }
+    let share = common::share();
 
     // A side counts as stored where the DTM50 pack stores it (DTM50, DTM
     // and DTZ are read there directly; WDL may be rebuilt from the
@@ -94,7 +78,7 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
                 let to = (from + chunk).min(l.size as u64);
                 (from..to)
                     .into_par_iter()
-                    .filter(|i| i % n == k)
+                    .filter(|&i| share.takes(i))
                     .filter_map(|i| l.decode(i as u32))
                     .filter_map(|p| to_chess(l, &p))
                     .for_each(|p| check_where(&tb, &store, &p, &counts, stored));
@@ -133,7 +117,7 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
         "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; WDL {} agree, DTM {} agree, DTZ {} agree, \
          DTM50 {} (position, clock) pairs agree; {} positions of a side to move the files leave out not in the \
          1-in-{DROPPED_SIDE_SAMPLE} sample",
-        if common::exhaustive() { format!("exhaustive, share {k}/{n}") } else { "sample".into() },
+        if common::exhaustive() { format!("exhaustive, share {share}") } else { "sample".into() },
         positions,
         start.elapsed().as_secs_f64(),
         counts.wdl.load(Ordering::Relaxed),

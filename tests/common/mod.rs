@@ -234,6 +234,68 @@ pub fn exhaustive() -> bool {
     *EXHAUSTIVE.get_or_init(|| std::env::var("TBSERVER_EXHAUSTIVE").is_ok_and(|v| v == "1"))
 }
 
+/// The part of the exhaustive tier this run checks:
+/// `TBSERVER_EXHAUSTIVE_SHARE=k/n` takes the indexes ≡ k mod n of every
+/// table (one table of a list of whole-table checks, see [`Share::pick`]);
+/// unset or `all` takes everything. CI takes k = commit count mod 3, so any
+/// three consecutive runs cover every position (`.ci/run`). Printed once.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Share {
+    pub k: u64,
+    pub n: u64,
+}
+
+impl Share {
+    /// Whether the index (or list position) `i` is in this run's share.
+    pub fn takes(self, i: u64) -> bool {
+        i % self.n == self.k
+    }
+
+    pub fn is_all(self) -> bool {
+        self.n == 1
+    }
+
+    /// Of a list of checks each too costly to split, the ones of this run:
+    /// those whose place in the list is in the share.
+    pub fn pick<T>(self, list: Vec<T>) -> Vec<T> {
+        list.into_iter().enumerate().filter(|(i, _)| self.takes(*i as u64)).map(|(_, t)| t).collect()
+    }
+}
+
+impl std::fmt::Display for Share {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.is_all() { write!(f, "all") } else { write!(f, "{}/{}", self.k, self.n) }
+    }
+}
+
+/// This run's [`Share`]: everything in the quick tier, whose samples are
+/// drawn from whole tables.
+pub fn share() -> Share {
+    static SHARE: std::sync::OnceLock<Share> = std::sync::OnceLock::new();
+    *SHARE.get_or_init(|| {
+        let all = Share { k: 0, n: 1 };
+        let v = std::env::var("TBSERVER_EXHAUSTIVE_SHARE").unwrap_or_default();
+        if !exhaustive() || v.is_empty() || v == "all" {
+            return all;
+        }
+        let share = v
+            .split_once('/')
+            .and_then(|(k, n)| Some(Share { k: k.parse().ok()?, n: n.parse().ok()? }))
+            .filter(|s| s.n > 0 && s.k < s.n)
+            .unwrap_or_else(|| panic!("TBSERVER_EXHAUSTIVE_SHARE={v}: expected `all` or k/n with k < n"));
+        report!("exhaustive share {share} (TBSERVER_EXHAUSTIVE_SHARE): the indexes ≡ {} mod {} of every table", share.k, share.n);
+        share
+    })
+}
+
+/// Of `tables` (a fixed list in a fixed order), those named in
+/// `TBSERVER_BUILTIN_TEST_ONLY` (comma-separated, e.g. `KQvKR,KPvKP`), or
+/// all when it is unset.
+pub fn only_named(tables: Vec<tbserver::builtin::Material>) -> Vec<tbserver::builtin::Material> {
+    let only = std::env::var("TBSERVER_BUILTIN_TEST_ONLY").unwrap_or_default();
+    tables.into_iter().filter(|m| only.is_empty() || only.split(',').any(|n| n == m.name())).collect()
+}
+
 /// The seed of this test binary's random samples: `TBSERVER_TEST_SEED`
 /// (decimal or 0x-hex) to repeat a run, otherwise new each run. Printed once,
 /// so that a failure can be reproduced.
