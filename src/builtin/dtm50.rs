@@ -14,11 +14,9 @@
 //! resets the clock, any other move adds one. A mate delivered by the move
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
-use std::ops::Range;
-
 use super::{
     index::Layout,
-    memory::filled,
+    memory::{Members, filled},
     radix,
     moves::{Neighbours, for_each_neighbour_prefetched, prefetch},
     value::{self, DRAW, UNKNOWN},
@@ -76,29 +74,30 @@ pub struct Dtm50Data {
     pub segments: Vec<u32>,
 }
 
-/// Collects segments while generating: each position's first segment in
-/// place (as [`Dtm50Data::inline`] will hold it), the others in a log.
+/// Collects the segments of one layer while it is generated: each
+/// position's first segment in place (as [`Dtm50Data::inline`] will hold
+/// it), the others in a log. Indexes are the table's; the layer's start at
+/// `base`.
 pub struct Builder {
-    /// Per index, the first segment packed, or [`UNKNOWN`] until there is
-    /// one; [`DRAW`] once its layer is closed without one.
+    base: usize,
+    /// Per index of the layer, the first segment packed, or [`UNKNOWN`]
+    /// until there is one; [`DRAW`] once the layer is closed without one.
     first: Vec<u32>,
-    /// Further segments, by index, in the order they were found: layer by
-    /// layer, each layer's after the previous one's.
+    /// Further segments, by index less `base`, in the order they were found.
     more: Vec<(u32, u32)>,
-    /// Per closed layer, its indexes and its entries in `more`.
-    layers: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl Builder {
-    pub fn new(size: usize) -> Builder {
-        Builder { first: filled(size, UNKNOWN as u32), more: Vec::new(), layers: Vec::new() }
+    /// A builder for the layer of `span` indexes from `base`.
+    pub fn new(base: usize, span: usize) -> Builder {
+        Builder { base, first: filled(span, UNKNOWN as u32), more: Vec::new() }
     }
 
-    /// DTM50 at clock 0 of `idx`, for positions of later layers and other
-    /// tables: the first segment covers clock 0.
+    /// DTM50 at clock 0 of `idx` (of this layer): the first segment covers
+    /// clock 0.
     #[inline]
     pub fn at_zero(&self, idx: usize) -> u16 {
-        self.first[idx] as u16
+        self.first[idx - self.base] as u16
     }
 
     /// Logs a segment of `idx`; `first` says whether it is its first (the
@@ -107,69 +106,77 @@ impl Builder {
     fn record(&mut self, idx: u32, value: u16, max_clock: i8, first: bool) {
         let max_clock = max_clock.min(LAST_MOVE_CLOCK as i8) as u8;
         let packed = Segment { value, max_clock }.pack();
+        let j = idx as usize - self.base;
         if first {
-            debug_assert_eq!(self.first[idx as usize], UNKNOWN as u32);
-            self.first[idx as usize] = packed;
+            debug_assert_eq!(self.first[j], UNKNOWN as u32);
+            self.first[j] = packed;
         } else {
-            debug_assert_ne!(self.first[idx as usize], UNKNOWN as u32);
-            self.more.push((idx, packed));
+            debug_assert_ne!(self.first[j], UNKNOWN as u32);
+            self.more.push((j as u32, packed));
         }
     }
 
-    /// Positions of `members` (the layer's legal positions, ascending)
-    /// without any segment are drawn at every clock.
-    fn close_layer(&mut self, members: &[u32]) {
-        for &idx in members {
-            if self.first[idx as usize] == UNKNOWN as u32 {
-                self.first[idx as usize] = DRAW as u32;
+    /// Positions of `members` (the layer's legal positions) without any
+    /// segment are drawn at every clock.
+    fn close_layer(&mut self, members: &Members) {
+        for idx in members.iter() {
+            let j = idx as usize - self.base;
+            if self.first[j] == UNKNOWN as u32 {
+                self.first[j] = DRAW as u32;
             }
         }
-        if let (Some(&lo), Some(&hi)) = (members.first(), members.last()) {
-            let start = self.layers.last().map_or(0, |(_, entries)| entries.end);
-            self.layers.push((lo as usize..hi as usize + 1, start..self.more.len()));
-        }
     }
 
-    /// The collected segments, in position order. `spare` is how many
-    /// log entries' worth of memory was freed before (the working memory
-    /// of the analysis): a layer's entries up to that many are sorted with
-    /// a scratch copy.
+    /// The layer's segments, in position order, by index less `base`.
+    /// `spare` is how many log entries' worth of memory was freed before
+    /// (the working memory of the analysis): a log up to that many is
+    /// sorted with a scratch copy.
     pub fn finish(mut self, spare: usize) -> Dtm50Data {
-        let mut data = Dtm50Data { inline: self.first, ..Dtm50Data::default() };
-        // Layers are ranges of indexes: sorted one by one (each needs less
-        // scratch than the whole log) and taken in index order.
-        let mut layers = std::mem::take(&mut self.layers);
-        debug_assert_eq!(layers.last().map_or(0, |(_, e)| e.end), self.more.len(), "every entry in a closed layer");
-        layers.sort_unstable_by_key(|(keys, _)| keys.start);
-        let mut scratch = Vec::new();
-        for (keys, entries) in layers {
-            let log = &mut self.more[entries];
-            // A position's segments were found in ascending distance and
-            // ascending clock: a stable sort by index keeps that order, and
-            // so does sorting by index, then by the packed segment (clock in
-            // the high bits). The first is linear, the second needs no
-            // scratch.
-            if log.len() <= spare {
-                radix::sort_slice_by_index(log, &mut scratch, keys, |&(idx, _)| idx);
-            } else {
-                log.sort_unstable();
+        let mut data = Dtm50Data { inline: std::mem::take(&mut self.first), ..Dtm50Data::default() };
+        let log = &mut self.more[..];
+        // A position's segments were found in ascending distance and
+        // ascending clock: a stable sort by index keeps that order, and so
+        // does sorting by index, then by the packed segment (clock in the
+        // high bits). The first is linear, the second needs no scratch.
+        if log.len() <= spare {
+            radix::sort_slice_by_index(log, &mut Vec::new(), 0..data.inline.len(), |&(j, _)| j);
+        } else {
+            log.sort_unstable();
+        }
+        let mut i = 0;
+        while i < log.len() {
+            let j0 = log[i].0;
+            let mut j = i + 1;
+            while j < log.len() && log[j].0 == j0 {
+                j += 1;
             }
-            let mut i = 0;
-            while i < log.len() {
-                let idx = log[i].0;
-                let mut j = i + 1;
-                while j < log.len() && log[j].0 == idx {
-                    j += 1;
-                }
-                data.inline[idx as usize] |= MORE;
-                data.overflow_index.push(idx);
-                data.overflow_start.push(data.segments.len() as u32);
-                data.segments.extend(log[i..j].iter().map(|&(_, s)| s));
-                i = j;
-            }
+            data.inline[j0 as usize] |= MORE;
+            data.overflow_index.push(j0);
+            data.overflow_start.push(data.segments.len() as u32);
+            data.segments.extend(log[i..j].iter().map(|&(_, s)| s));
+            i = j;
         }
         data.overflow_start.push(data.segments.len() as u32);
         data
+    }
+}
+
+impl Dtm50Data {
+    /// The data of a whole table from that of its layers (each by index
+    /// less its first, with that first index).
+    pub fn concat(mut layers: Vec<(usize, Dtm50Data)>) -> Dtm50Data {
+        layers.sort_unstable_by_key(|&(base, _)| base);
+        let mut out = Dtm50Data::default();
+        for (base, d) in layers {
+            debug_assert_eq!(base, out.inline.len(), "layers cover the table");
+            let offset = out.segments.len() as u32;
+            out.inline.extend_from_slice(&d.inline);
+            out.overflow_index.extend(d.overflow_index.iter().map(|&j| base as u32 + j));
+            out.overflow_start.extend(d.overflow_start[..d.overflow_start.len() - 1].iter().map(|&s| offset + s));
+            out.segments.extend_from_slice(&d.segments);
+        }
+        out.overflow_start.push(out.segments.len() as u32);
+        out
     }
 }
 
@@ -335,6 +342,8 @@ impl State {
 }
 
 impl Scratch {
+    /// Fresh words for one layer of `size` indexes (a layer's words are
+    /// dropped after its solve, before anything else takes memory).
     pub fn new(size: usize) -> Scratch {
         let least = if size <= LEAST_CLOCK_MAX_SPAN { size } else { 0 };
         Scratch { state: filled(size, State(0)), least_predecessor_clock: filled(least, NOT_UNMOVED) }
@@ -344,7 +353,7 @@ impl Scratch {
 /// A layer ready to be solved: its members' working state is set up, and
 /// the move counters it was set up from may be reused.
 pub struct Prepared<'a> {
-    members: &'a [u32],
+    members: &'a Members,
     /// The layer's first index: the scratch words and `exit` are by index
     /// less `base`.
     base: usize,
@@ -356,26 +365,24 @@ pub struct Prepared<'a> {
     mated: Vec<(u32, i8)>,
 }
 
-/// Sets up one layer. `terminal` holds the value of each member without
-/// moves (mated or stalemated); `exit` holds each position's best zeroing
+/// Sets up one layer in a fresh `scratch`. `terminal` gives the value of
+/// each member without moves (mated or stalemated), [`UNKNOWN`] for the
+/// others; `exit` holds each position's best zeroing
 /// move by DTM50 at clock 0 (one ply added), [`UNKNOWN`] if it has none;
 /// `counter` its non-zeroing moves, weighted as for the other metrics
 /// (copied into the working state). `terminal`, `exit`,
 /// `counter` and the scratch words are by index less `base`, the layer's
 /// first.
 pub fn prepare_layer<'a>(
-    members: &'a [u32],
+    members: &'a Members,
     base: usize,
     counter: &[u8],
     exit: &'a [u16],
-    terminal: &[u16],
+    terminal: impl Fn(usize) -> u16,
     scratch: &mut Scratch,
     out: &mut Builder,
 ) -> Prepared<'a> {
     let state = &mut scratch.state[..];
-    // Words of the previous layer would read as positions in play.
-    state.fill(State(0));
-    scratch.least_predecessor_clock.fill(NOT_UNMOVED);
     let mut p = Prepared { members, base, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
         if v.len() <= n {
@@ -383,9 +390,9 @@ pub fn prepare_layer<'a>(
         }
         v[n].push(idx);
     };
-    for &idx in members {
+    for idx in members.iter() {
         let j = idx as usize - base;
-        let (t, e) = (terminal[j], exit[j]);
+        let (t, e) = (terminal(j), exit[j]);
         let mut st = State(if t == DRAW { 0 } else { IN_PLAY } | (counter[j] as u32) << 8);
         st.set_thr(NONE_YET);
         if t == value::loss(0) {

@@ -301,7 +301,7 @@ impl Columns {
 }
 
 /// One block compressed: its three frames.
-struct Encoded {
+pub struct Encoded {
     frames: [Vec<u8>; 3],
 }
 
@@ -425,19 +425,49 @@ pub fn index_bytes(positions: usize) -> u64 {
 
 /// A whole table in memory, as [`write`] writes it to a file.
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+    let encoded = encode_blocks(dtz, dtm, dtm50);
+    assemble(material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)
+}
+
+/// The blocks of values given from a block boundary on (a whole table, or
+/// a part of one that starts and, unless it is the table's end, ends on a
+/// block boundary), compressed in parallel. DTM50 is by index less the
+/// first; a block's bytes do not depend on where it is.
+pub fn encode_blocks(dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>) -> Vec<Encoded> {
     assert_eq!(dtz.len(), dtm.len());
     if let Some(d) = dtm50 {
         assert_eq!(dtz.len(), d.inline.len());
     }
     let positions = dtz.len();
-    let count = positions.div_ceil(BLOCK_POSITIONS);
-    let encoded: Vec<Encoded> = (0..count)
+    (0..positions.div_ceil(BLOCK_POSITIONS))
         .into_par_iter()
         .map(|b| encode_block(dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions)))
-        .collect();
+        .collect()
+}
+
+/// Writes a table from its blocks ([`encode_blocks`], in index order) to
+/// `w`. Returns the header written.
+pub fn write_blocks(
+    w: &mut (impl Write + Seek),
+    material: &Material,
+    positions: usize,
+    has_dtm50: bool,
+    legal_positions: u64,
+    encoded: &[Encoded],
+) -> io::Result<[u8; HEADER_LEN]> {
+    let bytes = assemble(material, positions, has_dtm50, legal_positions, encoded);
+    w.seek(SeekFrom::Start(0))?;
+    w.write_all(&bytes)?;
+    Ok(bytes[..HEADER_LEN].try_into().expect("a header"))
+}
+
+/// A whole table in memory from its blocks, in index order.
+pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
+    let count = positions.div_ceil(BLOCK_POSITIONS);
+    assert_eq!(encoded.len(), count, "one block per {BLOCK_POSITIONS} positions");
     let body: usize = encoded.iter().map(|e| e.frames.iter().map(Vec::len).sum::<usize>()).sum();
     let mut out = Vec::with_capacity(HEADER_LEN + ENTRY_LEN * count + body);
-    let metrics = if dtm50.is_some() { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
+    let metrics = if has_dtm50 { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
@@ -451,7 +481,7 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm5
     out.extend_from_slice(&(BLOCK_POSITIONS as u32).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     debug_assert_eq!(out.len(), HEADER_LEN);
-    for e in &encoded {
+    for e in encoded {
         for f in &e.frames {
             out.extend_from_slice(&(f.len() as u32).to_le_bytes());
         }
@@ -461,7 +491,7 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm5
     }
     let crc = crc32fast::hash(&out);
     out[44..48].copy_from_slice(&crc.to_le_bytes());
-    for e in &encoded {
+    for e in encoded {
         e.frames.iter().for_each(|f| out.extend_from_slice(f));
     }
     out

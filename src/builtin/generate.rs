@@ -19,7 +19,8 @@ use shakmaty::Role;
 
 use super::dtm50::{self, Dtm50Data};
 use super::index::{Layout, NONE, Pos};
-use super::memory::filled;
+use super::format;
+use super::memory::{Members, filled};
 use super::radix;
 use super::moves::{Neighbours, Succ, board, for_each_move, for_each_neighbour_prefetched, for_each_zeroing_move, prefetch};
 pub use super::moves::Board;
@@ -115,11 +116,13 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// in parallel, then DTZ50'' is solved beside DTM50, and DTM is read off
 /// DTM50 (or, without DTM50, solved beside DTZ50'').
 /// Setting `cancel` stops the generation at the next layer with an error.
+/// The whole table's values are in memory at the end: for tests and
+/// benchmarks; the store uses [`generate_blocks`].
 pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
     generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES)
 }
 
-/// The longest mate DTM is read off DTM50 for (see [`dtm_from_dtm50`]).
+/// The longest mate DTM is read off DTM50 for (see [`dtm_read_off`]).
 const DTM_FROM_DTM50_MAX_PLIES: u16 = 100;
 
 /// [`generate`], reading DTM off DTM50 up to `dtm_limit_plies` only (tests
@@ -131,175 +134,258 @@ fn generate_with(
     cancel: &AtomicBool,
     dtm_limit_plies: u16,
 ) -> Result<Generated, String> {
-    use rayon::prelude::*;
+    let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
+    let mut dtm50 = Vec::new();
+    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, dtm_limit_plies, |base, out| {
+        dtz[base..base + out.dtz.len()].copy_from_slice(&out.dtz);
+        dtm[base..base + out.dtm.len()].copy_from_slice(&out.dtm);
+        dtm50.extend(out.dtm50.clone().map(|d| (base, d)));
+    })?;
+    let dtm50 = with_dtm50.then(|| Dtm50Data::concat(dtm50));
+    Ok(Generated { dtz, dtm, dtm50, legal_positions, secs })
+}
 
-    // Illegal indexes are marked so that `solve` can skip un-moves into them
-    // by the value it reads anyway, without testing for check.
-    let mut dtz = filled(l.size, ILLEGAL);
-    let mut dtm50 = dtm50::Builder::new(l.size);
-    // Working memory for one layer (indexes `base..base + span`), reused:
-    // per position its non-zeroing moves (read by each metric's analysis), and
-    // its best zeroing move by DTZ50'' and by the mate metric (DTM50 at
-    // clock 0, or DTM; see `Mate`).
+/// A table generated into its compressed blocks, ready to be written
+/// ([`super::format::write_blocks`]).
+pub struct GeneratedBlocks {
+    /// In index order.
+    pub blocks: Vec<format::Encoded>,
+    pub positions: usize,
+    pub has_dtm50: bool,
+    pub legal_positions: u64,
+    pub secs: PhaseSecs,
+}
+
+/// [`generate`] into compressed blocks, each layer's as soon as it is
+/// solved: the values of a finished layer are then dropped, unless a layer
+/// still to solve reads them (pawn pushes), so that a table with pawns
+/// never holds all its layers' values at once. The blocks are the same as
+/// those of the whole table's values: layers start on block boundaries
+/// (for tables whose layers do not, all small, the values are collected
+/// whole first).
+pub fn generate_blocks(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<GeneratedBlocks, String> {
     let span = l.layer_span();
-    let mut counter = filled(span, 0u8);
-    let mut exit_dtz = filled(span, UNKNOWN);
-    let mut exit_mate = filled(span, UNKNOWN);
-    // Without DTM50, DTM is solved beside DTZ50'' for the whole table. With DTM50, the layer's DTM is set here and then
-    // kept only where DTM50 does not give it (see `SolvedDtm`).
-    let mut dtm_layer: Vec<u16> = if with_dtm50 { filled(span, ILLEGAL) } else { Vec::new() };
-    let mut solved_dtm = if with_dtm50 {
-        SolvedDtm::ReadOff { limit_plies: dtm_limit_plies, span, kept: vec![Vec::new(); l.size / span] }
+    let (blocks, legal_positions, secs) = if span == l.size || span % format::BLOCK_POSITIONS == 0 {
+        let mut by_layer: Vec<Vec<format::Encoded>> = (0..l.size / span).map(|_| Vec::new()).collect();
+        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, |base, out| {
+            by_layer[base / span] = format::encode_blocks(&out.dtz, &out.dtm, out.dtm50.as_ref());
+        })?;
+        (by_layer.into_iter().flatten().collect(), legal, secs)
     } else {
-        SolvedDtm::Dense(filled(l.size, ILLEGAL))
+        let g = generate(l, lookup, with_dtm50, cancel)?;
+        (format::encode_blocks(&g.dtz, &g.dtm, g.dtm50.as_ref()), g.legal_positions, g.secs)
     };
-    let mut scratch = dtm50::Scratch::new(if with_dtm50 { span } else { 0 });
+    Ok(GeneratedBlocks { blocks, positions: l.size, has_dtm50: with_dtm50, legal_positions, secs })
+}
+
+/// The final values of one layer, by index less its first (illegal
+/// indexes [`UNKNOWN`]).
+struct LayerValues {
+    dtz: Vec<u16>,
+    dtm: Vec<u16>,
+    /// Absent without DTM50.
+    dtm50: Option<Dtm50Data>,
+}
+
+/// What the exits of a layer read of the layers solved before it (those
+/// its pawn pushes lead to): per layer, while a layer still to solve may
+/// read it, DTZ50'', DTM and DTM50 at clock 0 ([`UNKNOWN`] without DTM50).
+struct Solved {
+    span: usize,
+    layers: Vec<Option<[Vec<u16>; 3]>>,
+}
+
+impl Solved {
+    /// The values of `i`, a legal position of a kept layer.
+    #[inline]
+    fn values(&self, i: usize) -> Values {
+        let (layer, j) = (i / self.span, i % self.span);
+        let [dtz, dtm, at_zero] = self.layers[layer].as_ref().expect("a layer is kept while a layer pushing into it is solved");
+        Values { dtz: dtz[j], dtm: dtm[j], dtm50: at_zero.get(j).copied().unwrap_or(UNKNOWN) }
+    }
+}
+
+/// By layer, the last layer (by its place in `order`) whose pawn pushes
+/// lead into it: its values are kept until that one is solved.
+fn last_readers(l: &Layout, order: &[usize]) -> Vec<Option<usize>> {
+    let mut last_reader = vec![None; order.len()];
+    for (t, &k) in order.iter().enumerate() {
+        for c in l.pawn_push_layers(k) {
+            last_reader[c] = Some(t);
+        }
+    }
+    last_reader
+}
+
+/// The most solved layers [`generate_blocks`] keeps at once while it
+/// solves a layer (the layers that layer and later ones push into): 0
+/// without pawns, 2 with one pawn.
+pub fn most_kept_layers(l: &Layout) -> usize {
+    let order = l.layer_order();
+    let last_reader = last_readers(l, &order);
+    (0..order.len())
+        .map(|t| order[..t].iter().filter(|&&c| last_reader[c].is_some_and(|r| r >= t)).count())
+        .max()
+        .unwrap_or(0)
+}
+
+/// Solves `l`'s layers in order, handing each one's final values to
+/// `emit` (with its first index) as soon as it is done. Returns the legal
+/// positions and where the time went.
+fn solve_layers(
+    l: &Layout,
+    lookup: &Lookup,
+    with_dtm50: bool,
+    cancel: &AtomicBool,
+    dtm_limit_plies: u16,
+    mut emit: impl FnMut(usize, &LayerValues),
+) -> Result<(u64, PhaseSecs), String> {
+    let span = l.layer_span();
+    let order = l.layer_order();
+    let last_reader = last_readers(l, &order);
+    let mut solved = Solved { span, layers: (0..order.len()).map(|_| None).collect() };
     let mut secs = PhaseSecs::default();
     let mut legal_positions = 0;
     let mate = if with_dtm50 { Mate::Dtm50 } else { Mate::Dtm };
-    for layer in l.layer_order() {
+    for (t, &layer) in order.iter().enumerate() {
         if cancel.load(Ordering::Relaxed) {
             return Err("generation cancelled".into());
         }
         let base = layer * span;
         let start = Instant::now();
+        // Working memory of one layer (indexes `base..base + span`): per
+        // position its non-zeroing moves (read by each metric's analysis
+        // as it sets up), and its best zeroing move by DTZ50'' and by the
+        // mate metric (DTM50 at clock 0, or DTM; see `Mate`). Allocated per
+        // layer, so that each array goes as soon as its last reader is done:
+        // a table without pawns is one layer, whose solve is the peak.
+        let mut counter = filled(span, 0u8);
+        let mut exit_dtz = filled(span, 0u8);
+        let mut exit_mate = filled(span, UNKNOWN);
         let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-        exits_pass(l, (&dtz, &solved_dtm, &dtm50), lookup, mate, exits)?;
-        // The layer's legal positions, in index order: those the exits pass
-        // found legal.
-        let members: Vec<u32> =
-            exit_dtz.iter().enumerate().filter(|&(_, &e)| e != ILLEGAL).map(|(j, _)| (base + j) as u32).collect();
+        exits_pass(l, &solved, lookup, mate, exits)?;
+        // The layer's legal positions: those the exits pass found legal.
+        let members = Members::new(base, span, |j| exit_dtz.at(j) != ILLEGAL);
         secs.exits += start.elapsed().as_secs_f64();
-        if members.is_empty() {
-            continue;
-        }
         legal_positions += members.len() as u64;
-        let members = &members[..];
-        // This layer's DTM: in the whole table's array, or in `dtm_layer`
-        // (by index less `values_base`).
-        let (dtm, values_base) = match &mut solved_dtm {
-            SolvedDtm::Dense(v) => (&mut v[..], 0),
-            SolvedDtm::ReadOff { .. } => {
-                dtm_layer.fill(ILLEGAL);
-                (&mut dtm_layer[..], base)
-            }
-        };
-        // Positions without moves have their value; the others are solved.
-        for &idx in members {
-            let (i, j) = (idx as usize, idx as usize - base);
-            let v = match terminal(exit_dtz[j]) {
-                Some(v) => {
-                    exit_dtz[j] = UNKNOWN;
-                    v
-                }
-                None => UNKNOWN,
-            };
-            dtz[i] = v;
-            dtm[i - values_base] = v;
+        // Illegal indexes are marked so that `solve` can skip un-moves into
+        // them by the value it reads anyway, without testing for check.
+        let mut dtz = filled(span, ILLEGAL);
+        // Positions without moves have their value (their exit marker stays:
+        // nothing reads the exit of a decided position); the others are
+        // solved.
+        let terminal_at = |j: usize| terminal(exit_dtz.at(j)).unwrap_or(UNKNOWN);
+        for idx in members.iter() {
+            let j = idx as usize - base;
+            dtz[j] = terminal_at(j);
         }
-        if !with_dtm50 {
+        let (mut dtm, dtm50) = if !with_dtm50 {
+            let mut dtm = dtz.clone();
             let start = Instant::now();
             rayon::join(
-                || solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0)),
-                || solve(l, members, base, &counter, &exit_mate, (dtm, 0)),
+                || solve(l, &members, base, &counter, &exit_dtz[..], (&mut dtz, base)),
+                || solve(l, &members, base, &counter, &exit_mate[..], (&mut dtm, base)),
             );
             secs.dtz += start.elapsed().as_secs_f64();
-            continue;
-        }
-        // DTM holds only the layer's terminal values here, as DTM50 wants.
-        let start = Instant::now();
-        let prepared = dtm50::prepare_layer(members, base, &counter, &exit_mate, &dtm_layer, &mut scratch, &mut dtm50);
-        let prepare_secs = start.elapsed().as_secs_f64();
-        let (dtz_secs, dtm50_secs) = rayon::join(
-            || {
-                let start = Instant::now();
-                solve(l, members, base, &counter, &exit_dtz, (&mut dtz, 0));
-                start.elapsed().as_secs_f64()
-            },
-            || {
-                let start = Instant::now();
-                dtm50::solve_layer(l, prepared, &mut scratch, &mut dtm50);
-                start.elapsed().as_secs_f64()
-            },
-        );
-        secs.dtz += dtz_secs;
-        secs.dtm50 += prepare_secs + dtm50_secs;
-        if !dtm_from_dtm50(members, base, &dtz, &dtm50, &mut dtm_layer, dtm_limit_plies) {
-            // A win or loss beyond 100 plies, or one the 50-move rule turns
-            // into a draw: solve DTM the long way, its exits found again
-            // (the mate exits were by DTM50).
-            let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
-            exits_pass(l, (&dtz, &solved_dtm, &dtm50), lookup, Mate::Dtm, exits)?;
-            for &idx in members {
+            (dtm, None)
+        } else {
+            // Both analyses copy the move counters into their own words as
+            // they set up; then the counters go.
+            let start = Instant::now();
+            let mut builder = dtm50::Builder::new(base, span);
+            let mut scratch = dtm50::Scratch::new(span);
+            let ((buckets, setup_secs), prepared) = rayon::join(
+                || {
+                    let start = Instant::now();
+                    (solve_setup(&members, base, &counter, &exit_dtz[..], (&mut dtz, base)), start.elapsed().as_secs_f64())
+                },
+                || dtm50::prepare_layer(&members, base, &counter, &exit_mate, terminal_at, &mut scratch, &mut builder),
+            );
+            drop(counter);
+            let prepare_secs = start.elapsed().as_secs_f64() - setup_secs;
+            let (dtz_secs, dtm50_secs) = rayon::join(
+                || {
+                    let start = Instant::now();
+                    solve_propagate(l, &members, base, span, &exit_dtz[..], (&mut dtz, base), buckets);
+                    setup_secs + start.elapsed().as_secs_f64()
+                },
+                || {
+                    let start = Instant::now();
+                    dtm50::solve_layer(l, prepared, &mut scratch, &mut builder);
+                    start.elapsed().as_secs_f64()
+                },
+            );
+            drop(scratch);
+            secs.dtz += dtz_secs;
+            secs.dtm50 += prepare_secs + dtm50_secs;
+            // DTM: read off DTM50 at clock 0 where that gives it, else by
+            // the full analysis.
+            let read_off = |j: usize, at_zero: u16| dtm_read_off(dtz[j], at_zero, dtm_limit_plies);
+            let full = if members.iter().all(|idx| read_off(idx as usize - base, builder.at_zero(idx as usize)).is_some()) {
+                None
+            } else {
+                // A win or loss beyond 100 plies, or one the 50-move rule
+                // turns into a draw: solve DTM the long way, its exits found
+                // again (the mate exits were by DTM50).
+                let mut counter = filled(span, 0u8);
+                let exits = Exits { base, counter: &mut counter, dtz: &mut exit_dtz, mate: &mut exit_mate };
+                exits_pass(l, &solved, lookup, Mate::Dtm, exits)?;
+                let mut full = filled(span, ILLEGAL);
+                for idx in members.iter() {
+                    let j = idx as usize - base;
+                    full[j] = terminal(exit_dtz.at(j)).unwrap_or(UNKNOWN);
+                }
+                solve(l, &members, base, &counter, &exit_mate[..], (&mut full, base));
+                Some(full)
+            };
+            drop((exit_dtz, exit_mate));
+            let start = Instant::now();
+            // The analysis's scratch words (4 bytes per index of the layer)
+            // are gone: room for as many 8-byte log entries again. DTM is
+            // set after, so that its array is not held beside the sort.
+            let dtm50 = builder.finish(span / 2);
+            secs.dtm50 += start.elapsed().as_secs_f64();
+            let mut dtm = filled(span, UNKNOWN);
+            for idx in members.iter() {
                 let j = idx as usize - base;
-                dtm_layer[j] = terminal(exit_dtz[j]).unwrap_or(UNKNOWN);
+                dtm[j] = read_off(j, dtm50.inline[j] as u16)
+                    .or_else(|| full.as_ref().map(|f| f[j]))
+                    .expect("DTM read off DTM50 or solved");
             }
-            solve(l, members, base, &counter, &exit_mate, (&mut dtm_layer, base));
-            if let SolvedDtm::ReadOff { kept, .. } = &mut solved_dtm {
-                kept[layer] = members
-                    .iter()
-                    .filter(|&&idx| dtm_read_off(dtz[idx as usize], dtm50.at_zero(idx as usize), dtm_limit_plies).is_none())
-                    .map(|&idx| (idx, dtm_layer[idx as usize - base]))
-                    .collect();
+            (dtm, Some(dtm50))
+        };
+        for v in dtz.iter_mut().chain(dtm.iter_mut()) {
+            if *v == ILLEGAL {
+                *v = UNKNOWN;
             }
         }
-    }
-    // The working memory goes before the whole table's DTM is written out.
-    drop((counter, exit_dtz, exit_mate, dtm_layer, scratch));
-    let mut dtm = match solved_dtm {
-        SolvedDtm::Dense(v) => v,
-        read_off => (0..l.size)
-            .into_par_iter()
-            .map(|i| if dtz[i] == ILLEGAL { ILLEGAL } else { read_off.get(i, &dtz, &dtm50) })
-            .collect(),
-    };
-    for v in dtz.iter_mut().chain(dtm.iter_mut()) {
-        if *v == ILLEGAL {
-            *v = UNKNOWN;
+        let values = LayerValues { dtz, dtm, dtm50 };
+        emit(base, &values);
+        // Kept for the layers still to solve that push into this one.
+        if last_reader[layer].is_some_and(|r| r > t) {
+            let at_zero = values.dtm50.as_ref().map_or_else(Vec::new, |d| d.inline.iter().map(|&v| v as u16).collect());
+            solved.layers[layer] = Some([values.dtz, values.dtm, at_zero]);
         }
-    }
-    let start = Instant::now();
-    // The analysis's scratch words (4 bytes per index of a layer) are gone:
-    // room for as many 8-byte log entries again.
-    let dtm50 = with_dtm50.then(|| dtm50.finish(span / 2));
-    secs.dtm50 += start.elapsed().as_secs_f64();
-    Ok(Generated { dtz, dtm, dtm50, legal_positions, secs })
-}
-
-/// DTM of the positions solved so far.
-enum SolvedDtm {
-    /// Without DTM50: one value per index.
-    Dense(Vec<u16>),
-    /// With DTM50, DTM is read off DTM50 at clock 0 wherever that gives it
-    /// ([`dtm_read_off`]); only the other decided positions (mates beyond
-    /// `limit_plies`, wins the 50-move rule draws at clock 0) keep their
-    /// value, in `kept` by layer (`span` indexes each), ascending. Two
-    /// bytes per index less while a table is generated.
-    ReadOff { limit_plies: u16, span: usize, kept: Vec<Vec<(u32, u16)>> },
-}
-
-impl SolvedDtm {
-    /// DTM of the solved legal position `i`; `dtz` and `at_zero` are its
-    /// DTZ50'' and DTM50 at clock 0.
-    #[inline]
-    fn get(&self, i: usize, dtz: &[u16], at_zero: &dtm50::Builder) -> u16 {
-        match self {
-            SolvedDtm::Dense(v) => v[i],
-            SolvedDtm::ReadOff { limit_plies, span, kept } => {
-                dtm_read_off(dtz[i], at_zero.at_zero(i), *limit_plies).unwrap_or_else(|| {
-                    let layer = &kept[i / span];
-                    let k = layer.binary_search_by_key(&(i as u32), |&(idx, _)| idx).expect("DTM kept where DTM50 does not give it");
-                    layer[k].1
-                })
+        for (c, reader) in last_reader.iter().enumerate() {
+            if *reader == Some(t) {
+                solved.layers[c] = None;
             }
         }
     }
+    Ok((legal_positions, secs))
 }
 
 /// DTM of a solved position from its DTZ50'' and its DTM50 at clock 0
-/// (`z`), where they give it (see [`dtm_from_dtm50`]): a DTM50 mate within
-/// `limit_plies` is the DTM mate, and a draw by DTZ50'' is a draw. `None`
-/// for the other decided positions.
+/// (`z`), where they give it: a DTM50 mate within `limit_plies` (at most
+/// 100) is the DTM mate, and a draw by DTZ50'' is a draw. `None` for the
+/// other decided positions (a win or loss beyond 100 plies, or one the
+/// 50-move rule turns into a draw), left to the full DTM analysis.
+///
+/// A mate within 100 plies is as fast at clock 0 with the 50-move rule as
+/// without: the clock cannot reach 100 first. Conversely DTM50 at clock 0
+/// is never faster than DTM for the winner (the rule only takes options
+/// from the winner) nor slower for the loser (it only gives options to the
+/// loser), so a DTM50 value within 100 plies is the DTM value.
 #[inline]
 fn dtm_read_off(dtz: u16, z: u16, limit_plies: u16) -> Option<u16> {
     if (value::is_win(z) || value::is_loss(z)) && value::plies(z) <= limit_plies {
@@ -325,8 +411,9 @@ struct Exits<'a> {
     /// Non-zeroing moves, weighted by symmetry.
     counter: &'a mut [u8],
     /// The best zeroing move by DTZ50'' ([`UNKNOWN`] if none), or for a
-    /// position without any move [`MATED`] or [`STALEMATED`].
-    dtz: &'a mut [u16],
+    /// position without any move [`MATED`] or [`STALEMATED`], coded by
+    /// [`dtz_exit_code`].
+    dtz: &'a mut [u8],
     /// The best zeroing move by the mate metric ([`UNKNOWN`] if none).
     mate: &'a mut [u16],
 }
@@ -335,6 +422,39 @@ struct Exits<'a> {
 /// values (their kind bits are those of [`UNKNOWN`]).
 const MATED: u16 = 2 << 2;
 const STALEMATED: u16 = 3 << 2;
+
+/// The best zeroing move by DTZ50'' of a position, in one byte: a zeroing
+/// move restarts the count, so it is a win or loss in 1 or 101 plies
+/// ([`value::back_zeroing`]), a draw or none; or a marker ([`ILLEGAL`],
+/// [`MATED`], [`STALEMATED`]). A byte per index of the layer where the
+/// value took two (242 MB less for KRBvKQ).
+const DTZ_EXITS: [u16; 9] =
+    [UNKNOWN, DRAW, value::win(1), value::win(101), value::loss(1), value::loss(101), ILLEGAL, MATED, STALEMATED];
+
+#[inline]
+fn dtz_exit_code(v: u16) -> u8 {
+    DTZ_EXITS.iter().position(|&e| e == v).expect("a DTZ50'' exit is ±1 or ±101 plies, a draw, none or a marker") as u8
+}
+
+/// Best zeroing moves of a layer's positions, by index less its first.
+trait ExitValues: Sync {
+    fn at(&self, j: usize) -> u16;
+}
+
+impl ExitValues for [u16] {
+    #[inline]
+    fn at(&self, j: usize) -> u16 {
+        self[j]
+    }
+}
+
+/// By DTZ50'', coded by [`dtz_exit_code`].
+impl ExitValues for [u8] {
+    #[inline]
+    fn at(&self, j: usize) -> u16 {
+        DTZ_EXITS[self[j] as usize]
+    }
+}
 
 /// The value of a position without moves, from its exit marker.
 #[inline]
@@ -350,15 +470,8 @@ fn terminal(exit_dtz: u16) -> Option<u16> {
 /// resolves their moves that leave the layer, in parallel, from `solved`
 /// (DTZ50'', DTM and DTM50 of later layers) and `lookup` (other tables),
 /// into `out`. Illegal indexes get [`ILLEGAL`] in `out.dtz`.
-fn exits_pass(
-    l: &Layout,
-    solved: (&[u16], &SolvedDtm, &dtm50::Builder),
-    lookup: &Lookup,
-    mate: Mate,
-    out: Exits,
-) -> Result<(), String> {
+fn exits_pass(l: &Layout, solved: &Solved, lookup: &Lookup, mate: Mate, out: Exits) -> Result<(), String> {
     use rayon::prelude::*;
-    let (dtz, dtm, at_zero) = solved;
     // Each task owns one range of indexes of the three arrays.
     out.counter
         .par_chunks_mut(EXIT_CHUNK)
@@ -371,22 +484,22 @@ fn exits_pass(
                 // Illegal: men on one square, a duplicate index, or the side
                 // not to move in check (found by the move generation).
                 let exit = match l.decode_placement((lo + j) as u32) {
-                    Some(p) => exits_of(l, &p, dtz, dtm, at_zero, lookup)?,
+                    Some(p) => exits_of(l, &p, solved, lookup)?,
                     None => None,
                 };
                 let Some(exit) = exit else {
-                    exit_dtz[j] = ILLEGAL;
+                    exit_dtz[j] = dtz_exit_code(ILLEGAL);
                     continue;
                 };
                 match exit {
                     Exit::Terminal(v) => {
                         counter[j] = 0;
-                        exit_dtz[j] = if v == DRAW { STALEMATED } else { MATED };
+                        exit_dtz[j] = dtz_exit_code(if v == DRAW { STALEMATED } else { MATED });
                         exit_mate[j] = UNKNOWN;
                     }
                     Exit::Moves { moves, best } => {
                         counter[j] = moves;
-                        exit_dtz[j] = best.dtz;
+                        exit_dtz[j] = dtz_exit_code(best.dtz);
                         exit_mate[j] = match mate {
                             Mate::Dtm50 => best.dtm50,
                             Mate::Dtm => best.dtm,
@@ -398,51 +511,10 @@ fn exits_pass(
         })
 }
 
-/// Sets DTM of the layer `members` from DTM50 at clock 0 (`at_zero`), up
-/// to `limit_plies` (at most 100), and tells whether that was enough. A
-/// mate within 100 plies is as fast at clock 0 with the 50-move rule as
-/// without: the clock cannot reach 100 first. Conversely DTM50 at clock 0 is never faster than DTM for the
-/// winner (the rule only takes options from the winner) nor slower for the
-/// loser (it only gives options to the loser), so a DTM50 value within 100
-/// plies is the DTM value. Positions drawn at clock 0 but not drawn by
-/// `dtz` (which ignores the rule), or decided in more than 100 plies, are
-/// left to the full DTM analysis: then this answers false.
-fn dtm_from_dtm50(
-    members: &[u32],
-    base: usize,
-    dtz: &[u16],
-    at_zero: &dtm50::Builder,
-    dtm: &mut [u16],
-    limit_plies: u16,
-) -> bool {
-    debug_assert!(limit_plies <= 100);
-    let mut enough = true;
-    for &idx in members {
-        let i = idx as usize;
-        let z = at_zero.at_zero(i);
-        match dtm_read_off(dtz[i], z, limit_plies) {
-            Some(v) => {
-                debug_assert!(v == DRAW || value::is_win(v) == value::is_win(dtz[i]));
-                dtm[i - base] = v;
-            }
-            // Left UNKNOWN: the full analysis sets it.
-            None => enough = false,
-        }
-    }
-    enough
-}
-
 /// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
 /// and `at_zero` (later layers, already solved) or `lookup` (other tables).
 /// `None` if `p` is illegal (the side not to move in check).
-fn exits_of(
-    l: &Layout,
-    p: &Pos,
-    dtz: &[u16],
-    dtm: &SolvedDtm,
-    at_zero: &dtm50::Builder,
-    lookup: &Lookup,
-) -> Result<Option<Exit>, String> {
+fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Option<Exit>, String> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
@@ -453,7 +525,7 @@ fn exits_of(
             Succ::Push { sq, double } => {
                 let c = Pos { sq, turn: !p.turn };
                 let ci = l.index(&c) as usize;
-                let v = Values { dtz: dtz[ci], dtm: dtm.get(ci, dtz, at_zero), dtm50: at_zero.at_zero(ci) };
+                let v = solved.values(ci);
                 if double {
                     match with_en_passant(l, &c, v, lookup) {
                         Ok(v) => v,
@@ -544,46 +616,92 @@ const fn is_pending(v: u16) -> bool {
 /// inside the layer), both by index less `base`; terminal positions are
 /// already set in `values` (by index less its second member), illegal ones
 /// are [`ILLEGAL`], the others [`UNKNOWN`].
-fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16], values: (&mut [u16], usize)) {
+fn solve(l: &Layout, members: &Members, base: usize, counter: &[u8], exit: &(impl ExitValues + ?Sized), values: (&mut [u16], usize)) {
+    let values_base = values.1;
+    let buckets = solve_setup(members, base, counter, exit, (&mut *values.0, values_base));
+    solve_propagate(l, members, base, counter.len(), exit, values, buckets);
+}
+
+/// Positions decided at each distance n, by index; the high bit
+/// ([`STORED`]) marks entries whose value is already stored, the others'
+/// value is their exit. Every value of bucket n is a win or a loss in n
+/// plies. Four bytes per entry, not eight with the value: the first
+/// buckets hold every position with a winning capture (58 million in
+/// KRBvKQ), twice while they are sorted.
+type Buckets = Vec<Vec<u32>>;
+const STORED: u32 = 1 << 31;
+
+#[inline]
+fn push(buckets: &mut Buckets, n: usize, e: u32) {
+    if buckets.len() <= n {
+        buckets.resize_with(n + 1, Vec::new);
+    }
+    buckets[n].push(e);
+}
+
+/// The first part of [`solve`]: each undecided member's counter goes into
+/// its value word, and the positions decided by their exits or by mate go
+/// into their buckets. After it the counters are not read again.
+fn solve_setup(
+    members: &Members,
+    base: usize,
+    counter: &[u8],
+    exit: &(impl ExitValues + ?Sized),
+    values: (&mut [u16], usize),
+) -> Buckets {
     let (values, values_base) = values;
-    // buckets[n]: positions decided at n plies, with their value; the high
-    // bit marks entries whose value is already stored.
-    const STORED: u32 = 1 << 31;
-    let mut buckets: Vec<Vec<(u32, u16)>> = vec![Vec::new(); 2];
-    let push = |buckets: &mut Vec<Vec<(u32, u16)>>, n: usize, e: (u32, u16)| {
-        if buckets.len() <= n {
-            buckets.resize_with(n + 1, Vec::new);
-        }
-        buckets[n].push(e);
-    };
-    for &idx in members {
+    let mut buckets: Buckets = vec![Vec::new(); 2];
+    for idx in members.iter() {
         let i = idx as usize;
         if values[i - values_base] != UNKNOWN {
             if value::is_loss(values[i - values_base]) {
-                push(&mut buckets, 0, (idx | STORED, values[i - values_base]));
+                push(&mut buckets, 0, idx | STORED);
             }
             continue;
         }
-        let (e, c) = (exit[i - base], counter[i - base]);
+        let (e, c) = (exit.at(i - base), counter[i - base]);
         values[i - values_base] = pending(c);
         if value::is_win(e) {
-            push(&mut buckets, value::plies(e) as usize, (idx, e));
+            push(&mut buckets, value::plies(e) as usize, idx);
         } else if c == 0 {
             if value::is_loss(e) {
-                push(&mut buckets, value::plies(e) as usize, (idx, e));
+                push(&mut buckets, value::plies(e) as usize, idx);
             } else {
                 values[i - values_base] = DRAW;
             }
         }
     }
+    buckets
+}
+
+/// The rest of [`solve`], from the buckets [`solve_setup`] filled; the
+/// layer's indexes are `base..base + span`.
+fn solve_propagate(
+    l: &Layout,
+    members: &Members,
+    base: usize,
+    span: usize,
+    exit: &(impl ExitValues + ?Sized),
+    values: (&mut [u16], usize),
+    mut buckets: Buckets,
+) {
+    let (values, values_base) = values;
     let mut scratch = Vec::new();
     let mut n = 0;
     while n < buckets.len() {
         let mut bucket = std::mem::take(&mut buckets[n]);
         let next = n + 1;
+        // In index order, the predecessors of neighbouring entries are
+        // neighbours too: far fewer cache and TLB misses than in the order
+        // they were found.
+        radix::sort_by_index(&mut bucket, &mut scratch, base..base + span, |&e| e & !STORED);
+        // The scratch of a large bucket is not held through the rest.
+        if scratch.capacity() > 2 * buckets.get(next).map_or(0, Vec::len) + (1 << 16) {
+            scratch = Vec::new();
+        }
         // Store every value decided at n before propagating any of them, or
         // a win at n + 1 found here could shadow an exit win at n.
-        bucket.retain(|&(e, v)| {
+        bucket.retain(|&e| {
             let i = (e & !STORED) as usize;
             if e & STORED != 0 {
                 return true;
@@ -591,19 +709,15 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
             if !is_pending(values[i - values_base]) {
                 return false;
             }
-            values[i - values_base] = v;
+            values[i - values_base] = exit.at(i - base);
             true
         });
-        // In index order, the predecessors of neighbouring entries are
-        // neighbours too: far fewer cache and TLB misses than in the order
-        // they were found.
-        radix::sort_by_index(&mut bucket, &mut scratch, base..base + counter.len(), |&(e, _)| e & !STORED);
         let values_at = values.as_ptr();
         let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
-        for_each_neighbour_prefetched(l, Neighbours::Unmoves, bucket, |(e, _)| e & !STORED, ahead, |(_, v), preds| {
-            let lost = value::is_loss(v);
-            let mut found: ArrayVec<(u32, u16), 128> = ArrayVec::new();
-            let mut later: Vec<(usize, (u32, u16))> = Vec::new();
+        for_each_neighbour_prefetched(l, Neighbours::Unmoves, bucket, |e| e & !STORED, ahead, |e, preds| {
+            let lost = value::is_loss(values[(e & !STORED) as usize - values_base]);
+            let mut found: ArrayVec<u32, 128> = ArrayVec::new();
+            let mut later: Vec<(usize, u32)> = Vec::new();
             // Un-moves reach legal positions only; those decided already
             // (or stalemated) are not pending.
             for &qi in preds {
@@ -614,7 +728,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
                 }
                 if lost {
                     *w = value::win(next as u16);
-                    found.push((qi as u32 | STORED, *w));
+                    found.push(qi as u32 | STORED);
                     continue;
                 }
                 assert!(*w > PENDING, "move counter in step with un-moves");
@@ -622,12 +736,12 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
                 if *w > PENDING {
                     continue;
                 }
-                let e = exit[qi - base];
+                let e = exit.at(qi - base);
                 if value::is_loss(e) && value::plies(e) as usize > next {
-                    later.push((value::plies(e) as usize, (qi as u32, e)));
+                    later.push((value::plies(e) as usize, qi as u32));
                 } else if e == UNKNOWN || value::is_loss(e) {
                     *w = value::loss(next as u16);
-                    found.push((qi as u32 | STORED, *w));
+                    found.push(qi as u32 | STORED);
                 } else if e == DRAW {
                     *w = DRAW;
                 }
@@ -642,7 +756,7 @@ fn solve(l: &Layout, members: &[u32], base: usize, counter: &[u8], exit: &[u16],
         });
         n += 1;
     }
-    for &idx in members {
+    for idx in members.iter() {
         if is_pending(values[idx as usize - values_base]) {
             values[idx as usize - values_base] = DRAW;
         }

@@ -734,6 +734,39 @@ impl Layout {
         2 * self.turn_stride as usize
     }
 
+    /// The layers a pawn push (single or double) leads to from layer `k`:
+    /// the only layers of this table whose values the moves of `k` that
+    /// leave it read (captures and promotions read other tables).
+    pub fn pawn_push_layers(&self, k: usize) -> Vec<usize> {
+        let bytes = self.layer_ranks[k].to_le_bytes();
+        // Ranks less 2, by pawn slot.
+        let ranks: Vec<i32> = self.pawn_slots.iter().map(|&s| (bytes[s as usize] / 8 - 1) as i32).collect();
+        let identical: Vec<usize> =
+            (0..ranks.len()).filter(|&j| self.identical.contains(&(self.pawn_slots[j] as usize))).collect();
+        let mut out = Vec::new();
+        for (j, &s) in self.pawn_slots.iter().enumerate() {
+            let (step, start) = self.men[s as usize].0.fold_wb((1, 0), (-1, 5));
+            let double = (ranks[j] == start).then_some(ranks[j] + 2 * step);
+            for to in std::iter::once(ranks[j] + step).chain(double).filter(|r| (0..6).contains(r)) {
+                let mut moved = ranks.clone();
+                moved[j] = to;
+                // Identical pawns' ranks in slot order, as layers hold them.
+                let mut same: Vec<i32> = identical.iter().map(|&i| moved[i]).collect();
+                same.sort_unstable();
+                for (&i, &r) in identical.iter().zip(&same) {
+                    moved[i] = r;
+                }
+                let code = moved.iter().rev().fold(0, |c, &r| c * 6 + r as usize);
+                let layer = self.layer_of_code[code] as usize;
+                debug_assert!(layer < self.layer_ranks.len(), "a layer for every rank code in slot order");
+                if !out.contains(&layer) {
+                    out.push(layer);
+                }
+            }
+        }
+        out
+    }
+
     /// The layers in the order the generator solves them: every pawn move
     /// leads to a layer earlier in this order (more pawn progress), other
     /// moves stay in their layer.
@@ -910,6 +943,7 @@ mod tests {
                         let child = l.index(&Pos { sq, turn: !p.turn }) as usize / l.layer_span();
                         if pawn {
                             assert!(rank_of(child) < rank_of(layer), "{name} {idx}: pawn move to a layer solved later");
+                            assert!(l.pawn_push_layers(layer).contains(&child), "{name} {idx}: push to layer {child}");
                             pushes += 1;
                         } else {
                             assert_eq!(child, layer, "{name} {idx}");

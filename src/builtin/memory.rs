@@ -30,3 +30,60 @@ fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
 
 #[cfg(not(target_os = "linux"))]
 fn advise_huge_pages(_ptr: *mut u8, _bytes: usize) {}
+
+/// The legal positions of a layer, as one bit per index of the layer: an
+/// eighth of a byte per index where a list of them took four bytes per
+/// legal position (557 MB for KRBvKQ), walked in ascending index order.
+pub struct Members {
+    base: usize,
+    words: Vec<u64>,
+    count: usize,
+}
+
+impl Members {
+    /// The indexes `base + j` of the layer for which `legal(j)` holds, `j`
+    /// below `span`.
+    pub fn new(base: usize, span: usize, legal: impl Fn(usize) -> bool) -> Members {
+        let mut words = filled(span.div_ceil(64), 0u64);
+        let mut count = 0;
+        for (w, word) in words.iter_mut().enumerate() {
+            for b in 0..64.min(span - 64 * w) {
+                if legal(64 * w + b) {
+                    *word |= 1 << b;
+                    count += 1;
+                }
+            }
+        }
+        Members { base, words, count }
+    }
+
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// The members, ascending.
+    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let base = self.base;
+        self.words.iter().enumerate().flat_map(move |(w, &word)| {
+            let mut rest = word;
+            std::iter::from_fn(move || {
+                (rest != 0).then(|| {
+                    let b = rest.trailing_zeros() as usize;
+                    rest &= rest - 1;
+                    (base + 64 * w + b) as u32
+                })
+            })
+        })
+    }
+
+    /// The least and the greatest member, if any.
+    pub fn bounds(&self) -> Option<(u32, u32)> {
+        let lo = self.iter().next()?;
+        let (w, &word) = self.words.iter().enumerate().rev().find(|&(_, &word)| word != 0)?;
+        Some((lo, (self.base + 64 * w + 63 - word.leading_zeros() as usize) as u32))
+    }
+}

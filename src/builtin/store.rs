@@ -21,7 +21,7 @@ use super::{
     cache::{BlockCache, BlockKey, CacheCounts, DEFAULT_CACHE_MIB},
     dtm50::{self, Dtm50View},
     format::{self, Blocks, DecodedBlock},
-    generate::{Board, PhaseSecs, Values, generate},
+    generate::{Board, PhaseSecs, Values, generate_blocks},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
     schedule::{GenerationState, Progress, Queue},
@@ -890,7 +890,7 @@ impl Inner {
         self.check_budget(&[material], reserved).map_err(Unavailable::Refused)?;
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
-        let g = generate(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
+        let g = generate_blocks(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
             .map_err(Unavailable::Failed)?;
         let phase_secs = g.secs;
         let secs = start.elapsed().as_secs_f64();
@@ -901,7 +901,7 @@ impl Inner {
         let written = fs::create_dir_all(&self.dir)
             .and_then(|_| {
                 write_by_rename(&path, |file| {
-                    format::write(file, material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions)
+                    format::write_blocks(file, material, g.positions, g.has_dtm50, g.legal_positions, &g.blocks)
                 })
             })
             .map_err(|e| e.to_string())
@@ -922,7 +922,7 @@ impl Inner {
                 self.write_failures.fetch_add(1, Ordering::Relaxed);
                 // Kept in memory only within the allowance: a table that
                 // cannot be written must not grow the process without bound.
-                let bytes = format::encode(material, &g.dtz, &g.dtm, g.dtm50.as_ref(), g.legal_positions);
+                let bytes = format::assemble(material, g.positions, g.has_dtm50, g.legal_positions, &g.blocks);
                 let bytes_needed = bytes.len() as u64;
                 let held = self.unwritten_bytes.fetch_add(bytes_needed, Ordering::SeqCst);
                 if held + bytes_needed > self.max_unwritten_bytes {
