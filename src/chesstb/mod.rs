@@ -73,8 +73,20 @@
 //! loss-only and relaxed frames, en passant, and symmetric materials; DTC at
 //! the position's clock, with dropped frames rebuilt the way chesstb's
 //! prober does (a win takes the move owing the fewest pushes, a loss the
-//! budget its most stubborn defence forces). Not supported: opposing-pawn-pair
-//! tables (`p` in the name), and 7-piece index sizes beyond 64 bits.
+//! budget its most stubborn defence forces). Opposing-pair tables (`p` in
+//! the name, below). Not supported: 7-piece index sizes beyond 64 bits.
+//!
+//! **Opposing-pair tables.** `KQpKp` holds the positions of `KQPKP` that
+//! have an opposing pair (a white pawn below a black one on a file, ranks
+//! 2–7). The pair of the lowest file, then white rank, then black rank
+//! (chosen after the king symmetry) is indexed as one of 120 placements;
+//! the header's material key is that of the other pieces (`KQK`), so the
+//! file name tells the tables apart. Pawn cells are numbered pair + 120 ·
+//! (free white pawns' rank + C(48, white) · free black pawns' rank); a pawn
+//! slice is the rank of its cell among those whose pawns do not collide
+//! and whose pair is that lowest one. chesstb's prober answers from the pair
+//! table whenever the position has a pair and the table's WDL file exists,
+//! at every node of a search too; so does this reader.
 
 mod cache;
 mod file;
@@ -133,6 +145,9 @@ pub struct Chesstb {
     rebuilt: rebuilt::RebuiltCache<probe::Rebuilt>,
     next_id: AtomicU32,
     max_pieces: usize,
+    /// Whether any opposing-pair table was found: spares every probe the
+    /// search for a pair when none can answer.
+    has_pair_tables: bool,
 }
 
 impl Chesstb {
@@ -165,12 +180,14 @@ impl Chesstb {
             }
         }
         let max_pieces = slots.keys().map(|(m, _)| m.pieces()).max().unwrap_or(0);
+        let has_pair_tables = slots.keys().any(|(m, _)| m.pair);
         Chesstb {
             slots,
             cache: cache::BlockCache::new(block_bytes),
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
             next_id: AtomicU32::new(0),
             max_pieces,
+            has_pair_tables,
         }
     }
 
@@ -240,10 +257,17 @@ impl Chesstb {
         }
     }
 
-    /// Whether a WDL table covers the material of `pos`.
+    /// Whether a WDL table covers the material of `pos` (an opposing-pair
+    /// table's included).
     pub fn covers(&self, pos: &Chess) -> bool {
-        let (m, _) = TableMaterial::of_board(pos.board()).canonical();
+        let (m, _) = self.routed(pos.board()).canonical();
         self.slots.contains_key(&(m, Kind::Wdl))
+    }
+
+    /// The name of the table that answers for `pos` (`KQpKp` when an
+    /// opposing-pair table does), whether or not it is there.
+    pub fn table_name(&self, pos: &Chess) -> String {
+        self.routed(pos.board()).canonical().0.name()
     }
 
     /// Whether the files store `pos`'s side to move (WDL and DTM50 pack),
@@ -314,12 +338,23 @@ pub struct IndexTrace {
     pub parts: IndexParts,
 }
 
-/// [`IndexTrace`] of `pos` under class order `perm`; `None` if the
-/// permutation is out of range or the position outside the index.
+/// [`IndexTrace`] of `pos` under class order `perm` in its full material's
+/// table; `None` if the permutation is out of range or the position outside
+/// the index.
 pub fn index_trace(pos: &Chess, perm: u32) -> Option<IndexTrace> {
-    let c = probe::canon(pos);
-    let config = index::IndexConfig::new(&c.material);
+    trace_in(pos, TableMaterial::of_board(pos.board()), perm)
+}
+
+/// As [`index_trace`], in the opposing-pair table (`p` in the name) of a
+/// position with an opposing pair; `None` without one.
+pub fn pair_index_trace(pos: &Chess, perm: u32) -> Option<IndexTrace> {
+    trace_in(pos, TableMaterial::pair_of_board(pos.board())?, perm)
+}
+
+fn trace_in(pos: &Chess, on_board: TableMaterial, perm: u32) -> Option<IndexTrace> {
+    let c = probe::canon_in(pos, on_board);
+    let config = index::IndexConfig::new(&c.material)?;
     let parts = config.index_parts(&config.layout(perm)?, &c.placement)?;
-    let mirrored = TableMaterial::of_board(pos.board()).canonical().1;
+    let mirrored = on_board.canonical().1;
     Some(IndexTrace { table: c.material.name(), mirrored, side: c.side, parts })
 }
