@@ -99,7 +99,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, OnceLock,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
 };
 
@@ -122,9 +122,42 @@ pub struct ProbeError {
 }
 
 struct Slot {
+    /// Names the file in the open-file and block caches: the same on every
+    /// reopening, so blocks decoded before a close are used again.
+    id: u32,
     path: PathBuf,
     bytes: u64,
-    opened: OnceLock<Result<Arc<file::TableFile>, String>>,
+    /// Why the file cannot be read, once an opening found out: it is not
+    /// tried again (the file is listed with this problem).
+    broken: OnceLock<String>,
+}
+
+#[derive(Default)]
+struct OpenStats {
+    opened: AtomicU64,
+    closed: AtomicU64,
+}
+
+/// Counts of opened files (what the bound on open files does).
+#[derive(Debug, Clone, Copy)]
+pub struct OpenFiles {
+    pub opened: u64,
+    pub closed: u64,
+    pub open_now: u64,
+    pub max_open: u64,
+}
+
+fn open_file_cache(max: u64, stats: &Arc<OpenStats>) -> moka::sync::Cache<u32, Arc<file::TableFile>> {
+    let stats = Arc::clone(stats);
+    moka::sync::Cache::builder()
+        .max_capacity(max)
+        // Least recently used out: a newly opened file is always kept (the
+        // default policy may refuse it and reopen it on every probe).
+        .eviction_policy(moka::policy::EvictionPolicy::lru())
+        .eviction_listener(move |_, _, _| {
+            stats.closed.fetch_add(1, Ordering::Relaxed);
+        })
+        .build()
 }
 
 /// A listed file, for `/api/v1/tables` and `verify`.
@@ -137,13 +170,22 @@ pub struct FileInfo {
     pub bytes: u64,
 }
 
-/// All chesstb tables found in some directories, opened on first use.
+/// Files kept open (memory-mapped) at once unless configured.
+pub const DEFAULT_MAX_OPEN_FILES: u64 = 1024;
+
+/// All chesstb tables found in some directories, opened on first use; at
+/// most `max_open_files` stay open, the least recently used closed first.
 pub struct Chesstb {
     /// Looked up several times per probe: a fast hash, not SipHash.
     slots: FxHashMap<(TableMaterial, Kind), Slot>,
+    /// Open files by slot id. A closed file's mapping goes when the last
+    /// probe using it ends. moka: concurrent reads, one opening per file at
+    /// a time (the others wait for that file only).
+    open_files: moka::sync::Cache<u32, Arc<file::TableFile>>,
+    max_open_files: u64,
+    open_stats: Arc<OpenStats>,
     cache: cache::BlockCache,
     rebuilt: rebuilt::RebuiltCache<probe::Rebuilt>,
-    next_id: AtomicU32,
     max_pieces: usize,
     /// Whether any opposing-pair table was found: spares every probe the
     /// search for a pair when none can answer.
@@ -165,6 +207,7 @@ impl Chesstb {
     /// every probe of a dropped side searches; for comparisons).
     pub fn open_with_caches(dirs: &[PathBuf], block_bytes: u64, rebuilt_bytes: u64) -> Chesstb {
         let mut slots = FxHashMap::default();
+        let mut next_id = 0u32;
         for dir in dirs {
             let mut candidates = vec![dir.clone()];
             candidates.extend(["wdl", "dtz", "dtc", "dtm", "dtm50"].iter().map(|s| dir.join(s)));
@@ -175,19 +218,43 @@ impl Chesstb {
                 for path in paths {
                     let Some((material, kind)) = Self::classify(&path) else { continue };
                     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                    slots.entry((material, kind)).or_insert(Slot { path, bytes, opened: OnceLock::new() });
+                    slots.entry((material, kind)).or_insert_with(|| {
+                        next_id += 1;
+                        Slot { id: next_id, path, bytes, broken: OnceLock::new() }
+                    });
                 }
             }
         }
         let max_pieces = slots.keys().map(|(m, _)| m.pieces()).max().unwrap_or(0);
         let has_pair_tables = slots.keys().any(|(m, _)| m.pair);
+        let open_stats = Arc::new(OpenStats::default());
         Chesstb {
             slots,
+            open_files: open_file_cache(DEFAULT_MAX_OPEN_FILES, &open_stats),
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
+            open_stats,
             cache: cache::BlockCache::new(block_bytes),
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
-            next_id: AtomicU32::new(0),
             max_pieces,
             has_pair_tables,
+        }
+    }
+
+    /// Keeps at most `n` files open (at least 1).
+    pub fn with_max_open_files(mut self, n: u64) -> Chesstb {
+        self.max_open_files = n.max(1);
+        self.open_files = open_file_cache(self.max_open_files, &self.open_stats);
+        self
+    }
+
+    /// Files opened and closed so far, and open now.
+    pub fn open_files(&self) -> OpenFiles {
+        self.open_files.run_pending_tasks();
+        OpenFiles {
+            opened: self.open_stats.opened.load(Ordering::Relaxed),
+            closed: self.open_stats.closed.load(Ordering::Relaxed),
+            open_now: self.open_files.entry_count(),
+            max_open: self.max_open_files,
         }
     }
 
@@ -242,19 +309,40 @@ impl Chesstb {
         Ok(())
     }
 
+    /// A problem of a listed file known without opening it: its size, a
+    /// missing WDL companion, or what an earlier opening found.
+    pub fn known_problem(&self, material: &TableMaterial, kind: Kind) -> Option<String> {
+        let slot = self.slots.get(&(*material, kind))?;
+        if let Some(reason) = slot.broken.get() {
+            return Some(reason.clone());
+        }
+        if slot.bytes % 64 != 8 {
+            return Some(format!("size {} is not 64·n + 8 bytes (truncated or not a chesstb file)", slot.bytes));
+        }
+        if kind != Kind::Wdl && !self.slots.contains_key(&(*material, Kind::Wdl)) {
+            return Some("its WDL companion (which gives the win/loss class) is missing".into());
+        }
+        None
+    }
+
     fn file(&self, material: &TableMaterial, kind: Kind) -> Result<Option<Arc<file::TableFile>>, ProbeError> {
         let Some(slot) = self.slots.get(&(*material, kind)) else { return Ok(None) };
-        let opened = slot.opened.get_or_init(|| {
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            file::TableFile::open(id, &slot.path, kind, *material).map(Arc::new)
-        });
-        match opened {
-            Ok(f) => Ok(Some(Arc::clone(f))),
-            Err(reason) => Err(ProbeError {
-                table: slot.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                reason: reason.clone(),
-            }),
+        let error = |reason: String| ProbeError {
+            table: slot.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            reason,
+        };
+        if let Some(reason) = slot.broken.get() {
+            return Err(error(reason.clone()));
         }
+        let opened = self.open_files.try_get_with(slot.id, || {
+            let f = file::TableFile::open(slot.id, &slot.path, kind, *material)?;
+            self.open_stats.opened.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, String>(Arc::new(f))
+        });
+        opened.map(Some).map_err(|reason| {
+            let _ = slot.broken.set(reason.to_string());
+            error(reason.to_string())
+        })
     }
 
     /// Whether a WDL table covers the material of `pos` (an opposing-pair
