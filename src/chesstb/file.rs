@@ -198,7 +198,8 @@ pub struct TableFile {
 }
 
 /// chesstb's 30-bit material key: base-9 digits, white's below black's, the
-/// smaller of the two orientations.
+/// smaller of the two orientations. A pair table's key is that of its free
+/// pieces: the pair is not in it (chesstb tells `KQpKp` from `KQK` by name).
 fn material_key(m: &TableMaterial) -> u32 {
     const WHITE: [u32; 5] = [6561, 729, 81, 9, 1];
     const BLACK: [u32; 5] = [387_420_489, 43_046_721, 4_782_969, 531_441, 59_049];
@@ -215,7 +216,7 @@ impl TableFile {
         // table reader, a file truncated while mapped is outside our control.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let index = IndexConfig::new(&material);
+        let index = IndexConfig::new(&material).ok_or("too many pawn slices for an opposing-pair table")?;
         let frames = parse(&map, kind, &material, &index)?;
         Ok(TableFile { id, kind, name, map, index, frames })
     }

@@ -8,13 +8,59 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use shakmaty::{Chess, Position};
+use rayon::prelude::*;
+use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use tbserver::{
     builtin::{Store, dtm50, value},
     chesstb::{Chesstb, Class, Conversion},
 };
 
 use crate::common::exhaustive;
+
+/// The legal position of a built-in table's index, `None` for an unused one.
+pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+    Chess::from_setup(crate::common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+}
+
+/// Runs `check` in parallel on positions of a built-in table's layout: in
+/// the exhaustive tier on every index that `keep` takes (in chunks: a
+/// 5-piece table of positions would not fit in memory), else on `sample`
+/// random ones that `keep_in_sample` takes.
+pub fn for_positions(
+    l: &tbserver::builtin::index::Layout,
+    seed: u64,
+    sample: usize,
+    keep: impl Fn(u64, &Chess) -> bool + Sync,
+    keep_in_sample: impl Fn(&Chess) -> bool,
+    check: impl Fn(&Chess) + Sync,
+) {
+    if exhaustive() {
+        let chunk = 1u64 << 20;
+        for from in (0..l.size as u64).step_by(chunk as usize) {
+            let to = (from + chunk).min(l.size as u64);
+            (from..to)
+                .into_par_iter()
+                .filter_map(|i| Some((i, to_chess(l, &l.decode(i as u32)?)?)))
+                .filter(|(i, p)| keep(*i, p))
+                .for_each(|(_, p)| check(&p));
+        }
+    } else {
+        let mut state = seed | 1;
+        let mut positions = Vec::new();
+        while positions.len() < sample {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if let Some(p) = l.decode((state % l.size as u64) as u32)
+                && let Some(c) = to_chess(l, &p)
+                && keep_in_sample(&c)
+            {
+                positions.push(c);
+            }
+        }
+        positions.par_iter().for_each(|p| check(p));
+    }
+}
 
 #[derive(Default)]
 pub struct Counts {
@@ -77,6 +123,12 @@ pub fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
 /// position's side to move (checked always) or leave it to a rebuild
 /// (checked 1 in [`DROPPED_SIDE_SAMPLE`]) given.
 pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool) {
+    check_metrics(tb, store, pos, counts, stored, true)
+}
+
+/// [`check_where`], DTM50 left out with `dtm50` false (tables made
+/// without it).
+pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool, dtm50: bool) {
     let sample = sampled(pos);
     if exhaustive() && !sample && !stored(pos) {
         counts.dropped_unchecked.fetch_add(1, Ordering::Relaxed);
@@ -102,6 +154,9 @@ pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, st
         counts.dtz.fetch_add(1, Ordering::Relaxed);
     } else {
         counts.disagree(format!("{fen}: DTZ chesstb {:?}, built-in {}", v.signed_dtz(), value::signed_plies(dtz)));
+    }
+    if !dtm50 {
+        return;
     }
     // The whole curve at once (what the exhaustive run uses), and in the
     // sample also clock by clock as the service probes it: both must agree.
