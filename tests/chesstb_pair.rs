@@ -109,7 +109,7 @@ fn pair_tables_agree_with_full_tables() {
                 }
             }
         };
-        for_positions(l, common::sample_seed() ^ m.id() as u64, SAMPLE_PER_TABLE, |_, p| has_pair(p.board()), |p| has_pair(p.board()), check);
+        for_positions(l, common::sample_seed() ^ m.id() as u64, SAMPLE_PER_TABLE, |p| has_pair(p.board()), |p| has_pair(p.board()), check);
         let positions = counts.positions.load(Ordering::Relaxed);
         report!(
             "{pair} vs built-in {builtin}{} ({}): {positions} positions with an opposing pair in {:.1} s; WDL {} agree, DTM {} agree, \

@@ -23,26 +23,29 @@ pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::ind
 }
 
 /// Runs `check` in parallel on positions of a built-in table's layout: in
-/// the exhaustive tier on every index that `keep` takes (in chunks: a
-/// 5-piece table of positions would not fit in memory), else on `sample`
-/// random ones that `keep_in_sample` takes.
+/// the exhaustive tier on every position of this run's share of indexes
+/// ([`crate::common::share`], taken before decoding) that `keep` takes (in
+/// chunks: a 5-piece table of positions would not fit in memory), else on
+/// `sample` random ones that `keep_in_sample` takes.
 pub fn for_positions(
     l: &tbserver::builtin::index::Layout,
     seed: u64,
     sample: usize,
-    keep: impl Fn(u64, &Chess) -> bool + Sync,
+    keep: impl Fn(&Chess) -> bool + Sync,
     keep_in_sample: impl Fn(&Chess) -> bool,
     check: impl Fn(&Chess) + Sync,
 ) {
     if exhaustive() {
+        let share = crate::common::share();
         let chunk = 1u64 << 20;
         for from in (0..l.size as u64).step_by(chunk as usize) {
             let to = (from + chunk).min(l.size as u64);
             (from..to)
                 .into_par_iter()
-                .filter_map(|i| Some((i, to_chess(l, &l.decode(i as u32)?)?)))
-                .filter(|(i, p)| keep(*i, p))
-                .for_each(|(_, p)| check(&p));
+                .filter(|&i| share.takes(i))
+                .filter_map(|i| to_chess(l, &l.decode(i as u32)?))
+                .filter(|p| keep(p))
+                .for_each(|p| check(&p));
         }
     } else {
         let mut state = seed | 1;
