@@ -293,3 +293,43 @@ fn walk_count(dir: &Path) -> usize {
         })
         .sum()
 }
+
+/// First use from many threads at once, with fewer files allowed open than
+/// the threads need: every thread opens, closes and reopens the same files
+/// concurrently, and each answer equals the one-thread answer.
+#[test]
+fn concurrent_first_use_under_a_small_open_file_bound() {
+    let Some(shared) = common::shared_dir("reference/chesstb-positions.jsonl") else { return };
+    let Some(chesstb) = common::chesstb_dir() else { return };
+    let positions: Vec<Chess> = reference(&shared).into_values().flat_map(|v| v.into_iter().take(PER_MATERIAL)).collect();
+    let alone = Chesstb::open(std::slice::from_ref(&chesstb), 64 << 20);
+    let expected: Vec<String> = positions
+        .iter()
+        .map(|p| format!("{:?}", alone.probe(p, Some(shakmaty::Position::halfmoves(p))).unwrap().unwrap()))
+        .collect();
+    let tb = Chesstb::open(std::slice::from_ref(&chesstb), 64 << 20).with_max_open_files(3);
+    const THREADS: usize = 8;
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (tb, positions, expected) = (&tb, &positions, &expected);
+            s.spawn(move || {
+                // Each thread in its own order, so that first uses collide.
+                for k in 0..positions.len() {
+                    let i = (k * (2 * t + 1) + t) % positions.len();
+                    let p = &positions[i];
+                    let got = tb.probe(p, Some(shakmaty::Position::halfmoves(p))).unwrap().unwrap();
+                    assert_eq!(format!("{got:?}"), expected[i], "thread {t}, position {i}");
+                }
+            });
+        }
+    });
+    let open = tb.open_files();
+    report!(
+        "{THREADS} threads × {} positions, equal to one thread; files opened {} times, closed {}, {} open now (bound 3)",
+        positions.len(),
+        open.opened,
+        open.closed,
+        open.open_now
+    );
+    assert!(open.open_now <= 3 && open.opened > 3);
+}
