@@ -1,9 +1,9 @@
-//! On-disk format of a built-in table (`<material>.tbsb`), version 4:
+//! On-disk format of a built-in table (`<material>.tbsb`), version 5:
 //! values in independently decodable zstd blocks behind a block index.
 //!
 //! ```text
 //! 0   8  magic "TBSBTIN\0"
-//! 8   4  format version (u32 LE) = 4
+//! 8   4  format version (u32 LE) = 5
 //! 12  4  header length = 64
 //! 16 16  material name, e.g. "KQvKR", zero-padded
 //! 32  8  index size N (u64): positions per metric, illegal ones included
@@ -25,8 +25,9 @@
 //! [`super::index::Layout`]; a change to it must bump the version.
 //!
 //! Version 3 (raw u16 DTZ and DTM, u32 DTM50 first segments, an overflow
-//! log) is recognised by its version field and refused, so that the store
-//! regenerates it.
+//! log) and version 4 (this encoding on the earlier index: 10 or 32 white
+//! king squares by 64, identical men in every order) are recognised by
+//! their version field and refused, so that the store regenerates them.
 
 use std::io::{self, Seek, SeekFrom, Write};
 
@@ -39,7 +40,7 @@ use super::{
 };
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
-pub const VERSION: u32 = 4;
+pub const VERSION: u32 = 5;
 pub const HEADER_LEN: usize = 64;
 pub const METRIC_DTZ: u32 = 1;
 pub const METRIC_DTM: u32 = 2;

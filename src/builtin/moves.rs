@@ -4,7 +4,7 @@
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
-use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, attacks_of, transpose};
+use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, attacks_of};
 
 /// Any position with at most [`MAX_MEN`] men, used to look up other tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -317,26 +317,14 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl 
                     f((base + t as u32 * stride) as usize);
                 }
             }
-            Steps::Diagonal { base, transposed_base, stride } => {
-                for t in targets {
-                    let (a, b) = (base + t as u32 * stride, transposed_base + transpose(t as u8) as u32 * stride);
-                    f(a.min(b) as usize);
-                }
-            }
-            Steps::WhiteKing { base, stride } => {
-                for t in targets {
-                    f(l.plain_king_digit(t as u8).map_or_else(|| full(t as u8), |d| (base + d * stride) as usize));
-                }
-            }
-            Steps::Pair { base, other, low_stride, high_stride } => {
-                for t in targets {
-                    let t = t as u8;
-                    f((base + t.min(other) as u32 * low_stride + t.max(other) as u32 * high_stride) as usize);
-                }
-            }
             Steps::Full => {
                 for t in targets {
                     f(full(t as u8));
+                }
+            }
+            steps => {
+                for t in targets {
+                    f(steps.at(l, t as u8).map_or_else(|| full(t as u8), |x| x as usize));
                 }
             }
         }

@@ -1298,30 +1298,36 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
     }
 
-    /// A table of format version 3 is recognised by its version and
-    /// regenerated, never read as version 4.
+    /// A table of format version 3 (raw values) or 4 (blocks as now, the
+    /// earlier index) is recognised by its version and regenerated, never
+    /// read as the current version.
     #[test]
-    fn version_3_files_are_regenerated() {
-        let dir = std::env::temp_dir().join(format!("tbserver-store-v3-{}", std::process::id()));
-        let _ = fs::remove_dir_all(&dir);
-        fs::create_dir_all(&dir).unwrap();
-        let krk = Material::parse("KRvK").unwrap();
-        // Header of a version 3 file: the same magic, version 3, raw values.
-        let size = Layout::new(&krk).size;
-        let mut v3 = vec![0u8; format::HEADER_LEN + 8 * size + 16 + 4];
-        v3[..8].copy_from_slice(format::MAGIC);
-        v3[8..12].copy_from_slice(&3u32.to_le_bytes());
-        v3[12..16].copy_from_slice(&(format::HEADER_LEN as u32).to_le_bytes());
-        v3[16..20].copy_from_slice(b"KRvK");
-        v3[32..40].copy_from_slice(&(size as u64).to_le_bytes());
-        v3[40..44].copy_from_slice(&7u32.to_le_bytes());
-        let path = dir.join("KRvK.tbsb");
-        fs::write(&path, &v3).unwrap();
-        let err = Store::new(&dir, false).table(&krk).err().unwrap();
-        assert!(err.contains("format version 3, expected 4"), "{err}");
-        let t = Store::new(&dir, true).table(&krk).unwrap();
-        assert!(t.generated_secs.is_some() && t.file_size() < v3.len() as u64 / 20, "{}", t.file_size());
-        let _ = fs::remove_dir_all(&dir);
+    fn older_versions_are_regenerated() {
+        for version in [3u32, 4] {
+            let dir = std::env::temp_dir().join(format!("tbserver-store-v{version}-{}", std::process::id()));
+            let _ = fs::remove_dir_all(&dir);
+            fs::create_dir_all(&dir).unwrap();
+            let krk = Material::parse("KRvK").unwrap();
+            // A header of the older version: the same magic, the old index
+            // size of KRvK (10 white king squares by 64 by 64, two sides),
+            // raw values (a v4 file is no smaller than such a stand-in).
+            let size = 2 * 10 * 64 * 64;
+            let mut old = vec![0u8; format::HEADER_LEN + 8 * size + 16 + 4];
+            old[..8].copy_from_slice(format::MAGIC);
+            old[8..12].copy_from_slice(&version.to_le_bytes());
+            old[12..16].copy_from_slice(&(format::HEADER_LEN as u32).to_le_bytes());
+            old[16..20].copy_from_slice(b"KRvK");
+            old[32..40].copy_from_slice(&(size as u64).to_le_bytes());
+            old[40..44].copy_from_slice(&7u32.to_le_bytes());
+            let path = dir.join("KRvK.tbsb");
+            fs::write(&path, &old).unwrap();
+            let err = Store::new(&dir, false).table(&krk).err().unwrap();
+            assert!(err.contains(&format!("format version {version}, expected {}", format::VERSION)), "{err}");
+            let t = Store::new(&dir, true).table(&krk).unwrap();
+            assert!(t.generated_secs.is_some() && t.file_size() < old.len() as u64 / 20, "{}", t.file_size());
+            assert_eq!(t.layout.size, Layout::new(&krk).size);
+            let _ = fs::remove_dir_all(&dir);
+        }
     }
 
     #[test]
