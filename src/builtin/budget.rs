@@ -27,14 +27,17 @@ pub struct Estimate {
 const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 
 /// Bytes of working memory per index position of the whole table, and per
-/// position of the largest layer. With DTM50: fitted to the peak anonymous
-/// memory of `tbserver generate` on KNNvKN, KRBvKQ, KQRvKR (pawnless: one
-/// layer) and KRPvKR, KNNvKP (pawns) in format v3, and still within 12% of
-/// format v4's (the same generator; measurements in docs/operations.md);
-/// how a table's values fall moves it by ±12% around the fit. Without DTM50: the arrays the generator allocates (DTZ50'' and
-/// DTM for the table, move counters and best exits for a layer).
+/// position of the largest layer. With DTM50: an upper bound on the peak
+/// anonymous memory of `tbserver generate` on format v5's index, measured
+/// on KNNNvK, KNNvKN, KRBvKQ, KQRvKR, KRRvKR, KRBvKR, KRNvKR (pawnless:
+/// one layer) and KRPvKR (six layers): pawnless tables take 20–26 bytes
+/// per index position, so how a table's values fall moves a fit by ±12%;
+/// the bound sits above the densest (measurements in
+/// docs/builtin-index.md). Without DTM50: the arrays the generator
+/// allocates (DTZ50'' and DTM for the table, move counters and best exits
+/// for a layer).
 const MEMORY_PER_POSITION: f64 = 8.67;
-const MEMORY_PER_LAYER_POSITION: f64 = 11.43;
+const MEMORY_PER_LAYER_POSITION: f64 = 17.5;
 const MEMORY_PER_POSITION_WITHOUT_DTM50: f64 = 4.0;
 const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 5.2;
 
@@ -254,21 +257,18 @@ mod tests {
         assert!(kqkr.disk_bytes >= 3_118_878 && without.disk_bytes >= 2_020_227);
     }
 
-    /// Peak anonymous memory (KiB) of the generations measured in
-    /// docs/operations.md, format v4 with DTM50, and the index they had
-    /// then (format v4's: 2 × 10 × 64⁴ without pawns, a single layer;
-    /// KRPvKR 6 layers of 2 × 32 × 64³ × 8).
-    const MEASURED_MEMORY: [(&str, u64); 7] = [
-        ("KRBvKQ", 7_432_564),
-        ("KNNvKN", 5_961_376),
-        ("KQRvKR", 7_251_764),
-        ("KRRvKR", 6_346 * 1024),
-        ("KRBvKR", 6_683 * 1024),
-        ("KRNvKR", 6_704 * 1024),
-        ("KRPvKR", 7_577 * 1024),
+    /// Peak anonymous memory (MiB) of the generations measured in
+    /// docs/builtin-index.md, format v5's index, with DTM50.
+    const MEASURED_MEMORY_MIB: [(&str, u64); 8] = [
+        ("KNNNvK", 950),
+        ("KNNvKN", 2_311),
+        ("KRBvKQ", 5_777),
+        ("KQRvKR", 5_687),
+        ("KRRvKR", 2_949),
+        ("KRBvKR", 5_160),
+        ("KRNvKR", 5_188),
+        ("KRPvKR", 6_812),
     ];
-    const V4_PAWNLESS_INDEX: (f64, f64) = (335_544_320.0, 335_544_320.0);
-    const V4_ONE_PAWN_INDEX: (f64, f64) = (805_306_368.0, 134_217_728.0);
 
     /// Sizes of the format v4 files (bytes), with DTM50.
     const MEASURED_FILE: [(&str, u64); 4] = [
@@ -278,16 +278,14 @@ mod tests {
         ("KRPvKR", 301_670_525),
     ];
 
+    /// The memory estimate is never below a measured peak, and within
+    /// +35% of each (KNNvKN, mostly drawn, is the loosest).
     #[test]
-    fn memory_estimates_are_within_15_percent_of_the_measurements() {
-        // The model is per index position: applied to the index each was
-        // measured with. (Format v5's index is denser in legal positions;
-        // its measurements are still to be made: docs/builtin-index.md.)
-        for (name, anon_kib) in MEASURED_MEMORY {
-            let (positions, span) = if name.contains('P') { V4_ONE_PAWN_INDEX } else { V4_PAWNLESS_INDEX };
-            let estimate = memory_bytes(positions, span, MEMORY_PER_POSITION, MEMORY_PER_LAYER_POSITION);
-            let off = (estimate as f64 - (anon_kib * 1024) as f64) / (anon_kib * 1024) as f64;
-            assert!(off.abs() <= 0.15, "{name}: memory {off:+.3}");
+    fn memory_estimates_bound_the_measurements() {
+        for (name, anon_mib) in MEASURED_MEMORY_MIB {
+            let estimate = estimate(&Material::parse(name).unwrap(), true).peak_memory_bytes;
+            let off = (estimate as f64 - (anon_mib * MIB) as f64) / (anon_mib * MIB) as f64;
+            assert!((0.0..=0.35).contains(&off), "{name}: memory estimate {off:+.3} off the measured peak");
         }
     }
 
