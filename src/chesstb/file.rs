@@ -378,9 +378,15 @@ fn get(frames: &mut [Frame], i: usize) -> &mut Stored {
     }
 }
 
+/// What is wrong with a file of `bytes` bytes by its size alone: every
+/// chesstb file is 64-byte blocks and an 8-byte XXH64.
+pub(super) fn size_problem(bytes: u64) -> Option<String> {
+    (bytes % 64 != 8).then(|| format!("size {bytes} is not 64·n + 8 bytes (truncated or not a chesstb file)"))
+}
+
 fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig) -> FileResult<[Frame; 2]> {
-    if bytes.len() % 64 != 8 {
-        return Err(format!("size {} is not 64·n + 8 (truncated?)", bytes.len()));
+    if let Some(problem) = size_problem(bytes.len() as u64) {
+        return Err(problem);
     }
     let mut r = Reader { bytes, at: 0 };
     let magic = r.u32()?;

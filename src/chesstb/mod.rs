@@ -303,10 +303,17 @@ impl Chesstb {
         if checksum && !f.checksum_ok() {
             return Err("XXH64 checksum mismatch".into());
         }
-        if matches!(kind, Kind::Dtz | Kind::Dtc | Kind::Dtm | Kind::Dtm50) && !self.slots.contains_key(&(*material, Kind::Wdl)) {
-            return Err("its WDL companion (which gives the win/loss class) is missing".into());
+        match self.missing_companion(material, kind) {
+            Some(problem) => Err(problem),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// A DTZ, DTC, DTM or DTM50 file without the WDL file of its material,
+    /// which gives the win/loss class its values need.
+    fn missing_companion(&self, material: &TableMaterial, kind: Kind) -> Option<String> {
+        (kind != Kind::Wdl && !self.slots.contains_key(&(*material, Kind::Wdl)))
+            .then(|| "its WDL companion (which gives the win/loss class) is missing".into())
     }
 
     /// A problem of a listed file known without opening it: its size, a
@@ -316,13 +323,7 @@ impl Chesstb {
         if let Some(reason) = slot.broken.get() {
             return Some(reason.clone());
         }
-        if slot.bytes % 64 != 8 {
-            return Some(format!("size {} is not 64·n + 8 bytes (truncated or not a chesstb file)", slot.bytes));
-        }
-        if kind != Kind::Wdl && !self.slots.contains_key(&(*material, Kind::Wdl)) {
-            return Some("its WDL companion (which gives the win/loss class) is missing".into());
-        }
-        None
+        file::size_problem(slot.bytes).or_else(|| self.missing_companion(material, kind))
     }
 
     fn file(&self, material: &TableMaterial, kind: Kind) -> Result<Option<Arc<file::TableFile>>, ProbeError> {
