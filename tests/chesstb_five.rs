@@ -89,23 +89,15 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
     }
     let positions = counts.positions.load(Ordering::Relaxed);
     report!(
-        "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; WDL {} agree, DTM {} agree, DTZ {} agree, \
-         DTM50 {} (position, clock) pairs agree; {} positions of a side to move the files leave out not in the \
-         1-in-{DROPPED_SIDE_SAMPLE} sample",
+        "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; {}; {} positions of a side to move the \
+         files leave out not in the 1-in-{DROPPED_SIDE_SAMPLE} sample",
         if common::exhaustive() { format!("exhaustive, share {share}") } else { "sample".into() },
         positions,
         start.elapsed().as_secs_f64(),
-        counts.wdl.load(Ordering::Relaxed),
-        counts.dtm.load(Ordering::Relaxed),
-        counts.dtz.load(Ordering::Relaxed),
-        counts.dtm50_pairs.load(Ordering::Relaxed),
+        counts.agreement(),
         counts.dropped_unchecked.load(Ordering::Relaxed),
     );
     let bad = counts.disagreements.lock().unwrap();
     assert!(bad.is_empty(), "chesstb and the built-in tables disagree at 5 pieces");
-    assert!(positions > 0);
-    for c in [&counts.wdl, &counts.dtm, &counts.dtz] {
-        assert_eq!(c.load(Ordering::Relaxed), positions);
-    }
-    assert_eq!(counts.dtm50_pairs.load(Ordering::Relaxed), positions * 100);
+    counts.assert_every_position_agreed(100);
 }

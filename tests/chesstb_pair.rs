@@ -112,27 +112,19 @@ fn pair_tables_agree_with_full_tables() {
         for_positions(l, common::sample_seed() ^ m.id() as u64, SAMPLE_PER_TABLE, |p| has_pair(p.board()), |p| has_pair(p.board()), check);
         let positions = counts.positions.load(Ordering::Relaxed);
         report!(
-            "{pair} vs built-in {builtin}{} ({}): {positions} positions with an opposing pair in {:.1} s; WDL {} agree, DTM {} agree, \
-             DTZ {} agree, DTM50 {} (position, clock) pairs agree; {} of the side to move chesstb leaves out not in the sample; \
-             {} disagreements",
+            "{pair} vs built-in {builtin}{} ({}): {positions} positions with an opposing pair in {:.1} s; {}; \
+             {} of the side to move chesstb leaves out not in the sample; {} disagreements",
             full.map(|f| format!(" and chesstb's {f}: {} positions agree in WDL, DTZ, DTM and DTM50 at every clock", vs_full.load(Ordering::Relaxed)))
                 .unwrap_or_default(),
             if common::exhaustive() { "every position" } else { "sample" },
             t0.elapsed().as_secs_f64(),
-            counts.wdl.load(Ordering::Relaxed),
-            counts.dtm.load(Ordering::Relaxed),
-            counts.dtz.load(Ordering::Relaxed),
-            counts.dtm50_pairs.load(Ordering::Relaxed),
+            counts.agreement(),
             counts.dropped_unchecked.load(Ordering::Relaxed),
             counts.disagreements.lock().unwrap().len(),
         );
         assert!(counts.disagreements.lock().unwrap().is_empty(), "{pair} disagrees with the full tables");
         assert_eq!(not_routed.load(Ordering::Relaxed), 0, "positions with an opposing pair not answered by {pair}");
-        assert!(positions > 0);
-        for c in [&counts.wdl, &counts.dtm, &counts.dtz] {
-            assert_eq!(c.load(Ordering::Relaxed), positions);
-        }
-        assert_eq!(counts.dtm50_pairs.load(Ordering::Relaxed), if has_dtm50 { positions * 100 } else { 0 });
+        counts.assert_every_position_agreed(if has_dtm50 { 100 } else { 0 });
         if full.is_some() {
             // The full table is compared at every position, those of a
             // dropped side to move outside the built-in check's sample too.

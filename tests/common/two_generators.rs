@@ -85,6 +85,29 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// The summary every comparison prints: how many positions agreed in
+    /// WDL, DTM and DTZ, and (position, clock) pairs in DTM50.
+    pub fn agreement(&self) -> String {
+        format!(
+            "WDL {} agree, DTM {} agree, DTZ {} agree, DTM50 {} (position, clock) pairs agree",
+            self.wdl.load(Ordering::Relaxed),
+            self.dtm.load(Ordering::Relaxed),
+            self.dtz.load(Ordering::Relaxed),
+            self.dtm50_pairs.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Asserts that positions were compared and every one agreed in WDL,
+    /// DTM and DTZ, and in DTM50 at `dtm50_clocks` clocks.
+    pub fn assert_every_position_agreed(&self, dtm50_clocks: u64) {
+        let positions = self.positions.load(Ordering::Relaxed);
+        assert!(positions > 0);
+        for c in [&self.wdl, &self.dtm, &self.dtz] {
+            assert_eq!(c.load(Ordering::Relaxed), positions);
+        }
+        assert_eq!(self.dtm50_pairs.load(Ordering::Relaxed), positions * dtm50_clocks);
+    }
+
     pub fn disagree(&self, what: String) {
         let mut d = self.disagreements.lock().unwrap();
         if d.len() < 50 {
