@@ -194,7 +194,7 @@ impl ChesstbDamage {
         }
         std::fs::write(path, &bytes).unwrap();
         let damaged = path.file_name().unwrap().to_string_lossy()[..3].to_owned();
-        let source = tbserver::sources::chesstb::ChesstbSource::open(&[self.work.clone()], 1 << 20);
+        let source = tbserver::sources::chesstb::ChesstbSource::open(&[self.work.clone()], 1 << 20, tbserver::chesstb::DEFAULT_MAX_OPEN_FILES);
         for fen in CHESSTB_FENS {
             let pos: shakmaty::Chess = fen.parse::<shakmaty::fen::Fen>().unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
             let wdl = source.probe_wdl(&pos);

@@ -66,7 +66,7 @@ fn file_sources(config: &Config, rescan: bool) -> Vec<Arc<dyn TableSource>> {
         }));
     }
     if !config.chesstb.is_empty() {
-        sources.push(Arc::new(ChesstbSource::open(&config.chesstb, config.chesstb_cache_mib << 20)));
+        sources.push(Arc::new(ChesstbSource::open(&config.chesstb, config.chesstb_cache_mib << 20, config.chesstb_max_open_files)));
     }
     sources
 }

@@ -30,6 +30,9 @@ pub struct Config {
     /// Memory for chesstb caches, shared by all its tables, in MiB: seven
     /// eighths for decoded blocks, one eighth for answers rebuilt by search.
     pub chesstb_cache_mib: u64,
+    /// chesstb files kept open (memory-mapped) at once; the least recently
+    /// used is closed past it. Files are opened on first use.
+    pub chesstb_max_open_files: u64,
     pub builtin: BuiltinConfig,
     pub limits: Limits,
     pub search: SearchConfig,
@@ -188,6 +191,7 @@ impl Default for Config {
             gaviota_cache_mib: 32,
             chesstb: Vec::new(),
             chesstb_cache_mib: 256,
+            chesstb_max_open_files: crate::chesstb::DEFAULT_MAX_OPEN_FILES,
             builtin: BuiltinConfig::default(),
             limits: Limits::default(),
             search: SearchConfig::default(),
@@ -350,6 +354,7 @@ mod tests {
         assert_eq!(file.gaviota_cache_mib, default.gaviota_cache_mib);
         assert_eq!(file.chesstb, default.chesstb);
         assert_eq!(file.chesstb_cache_mib, default.chesstb_cache_mib);
+        assert_eq!(file.chesstb_max_open_files, default.chesstb_max_open_files);
         assert_eq!(file.cache_entries, default.cache_entries);
         assert_eq!(file.builtin.mode, default.builtin.mode);
         assert_eq!(file.builtin.dir, default.builtin.dir);

@@ -33,11 +33,20 @@ pub struct Tablebases {
     sources: Vec<Arc<dyn TableSource>>,
     /// Answered probes by source, table and metric (for `/prometheus`).
     pub probes: ProbeCounts,
+    /// Every source probes memory-mapped tables only.
+    memory_only: bool,
 }
 
 impl Tablebases {
     pub fn new(sources: Vec<Arc<dyn TableSource>>) -> Tablebases {
-        Tablebases { sources, probes: ProbeCounts::default() }
+        let memory_only = sources.iter().all(|s| s.probes_memory_only());
+        Tablebases { sources, probes: ProbeCounts::default(), memory_only }
+    }
+
+    /// Whether every probe reads memory-mapped tables only, with a bounded
+    /// amount of work ([`TableSource::probes_memory_only`]).
+    pub fn probes_memory_only(&self) -> bool {
+        self.memory_only
     }
 
     /// Most pieces any source covers.

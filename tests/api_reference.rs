@@ -86,3 +86,38 @@ fn lichess_endpoint_matches_reference_positions() {
     }
     report!("lichess-compatible: compared {positions} positions, {moves} moves");
 }
+
+/// One position's probes run on the async thread that has the request when
+/// every table is memory-mapped, on a blocking thread otherwise
+/// (`syzygy_io = read`): the answers are the same, byte for byte, in both
+/// formats.
+#[test]
+fn answers_on_async_threads_match_blocking_threads() {
+    let (Some(dir), Some(reference)) = (common::syzygy_dir(), reference_file()) else { return };
+    let server = |io| {
+        let mut config = tbserver::config::Config { syzygy: vec![dir.clone()], syzygy_io: io, cache_entries: 0, ..Default::default() };
+        config.builtin.mode = tbserver::config::BuiltinMode::Off;
+        TestServer::start(config)
+    };
+    let (mapped, read) = (server(tbserver::config::SyzygyIo::Mmap), server(tbserver::config::SyzygyIo::Read));
+    let client = reqwest::blocking::Client::new();
+    let body = |server: &TestServer, path: &str, accept: &str| {
+        let response = client.get(format!("{}{path}", server.base)).header("accept", accept).send().unwrap();
+        assert_eq!(response.status().as_u16(), 200, "{path}");
+        response.bytes().unwrap()
+    };
+    let text = std::fs::read_to_string(reference).unwrap();
+    let mut positions = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()).step_by(2) {
+        let r: Value = serde_json::from_str(line).unwrap();
+        let fen = enc(r["fen"].as_str().unwrap());
+        for path in [format!("/standard?fen={fen}"), format!("/api/v1/probe?fen={fen}")] {
+            for accept in ["application/json", "application/cbor"] {
+                assert_eq!(body(&mapped, &path, accept), body(&read, &path, accept), "{path} {accept}");
+            }
+        }
+        positions += 1;
+    }
+    assert!(positions >= 100, "too few reference positions: {positions}");
+    report!("async-thread answers = blocking-thread answers: {positions} positions, /standard and /api/v1/probe, JSON and CBOR");
+}

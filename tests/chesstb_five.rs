@@ -21,23 +21,18 @@ mod two_generators;
 
 use std::{path::PathBuf, sync::atomic::Ordering};
 
-use rayon::prelude::*;
-use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
+use shakmaty::{Chess, Position};
 use tbserver::{
     builtin::{Material, Store},
     chesstb::{Chesstb, Kind},
 };
-use two_generators::{Counts, DROPPED_SIDE_SAMPLE, check_where};
+use two_generators::{Counts, DROPPED_SIDE_SAMPLE, check_where, for_positions, to_chess};
 
 /// The built-in table and chesstb's name of the same material.
 const TABLES: [(&str, &str); 2] = [("KNNNvK", "KNNNK"), ("KRBvKQ", "KQKRB")];
 
 /// Positions per table in the quick tier, each at all 100 clocks.
 const SAMPLE_PER_TABLE: usize = 5_000;
-
-fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
-    Chess::from_setup(common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
-}
 
 #[test]
 fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
@@ -71,34 +66,14 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
         let before = counts.positions.load(Ordering::Relaxed);
         let pairs_before = counts.dtm50_pairs.load(Ordering::Relaxed);
         let t0 = std::time::Instant::now();
-        if common::exhaustive() {
-            // In chunks: a whole 5-piece table of positions would not fit in memory.
-            let chunk = 1u64 << 20;
-            for from in (0..l.size as u64).step_by(chunk as usize) {
-                let to = (from + chunk).min(l.size as u64);
-                (from..to)
-                    .into_par_iter()
-                    .filter(|&i| share.takes(i))
-                    .filter_map(|i| l.decode(i as u32))
-                    .filter_map(|p| to_chess(l, &p))
-                    .for_each(|p| check_where(&tb, &store, &p, &counts, stored));
-            }
-        } else {
-            let mut state = seed ^ m.id() as u64 | 1;
-            let mut positions = Vec::new();
-            while positions.len() < SAMPLE_PER_TABLE {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                if let Some(p) = l.decode((state % l.size as u64) as u32)
-                    && let Some(c) = to_chess(l, &p)
-                    && !c.is_game_over()
-                {
-                    positions.push(c);
-                }
-            }
-            positions.par_iter().for_each(|p| check_where(&tb, &store, p, &counts, stored));
-        }
+        for_positions(
+            l,
+            seed ^ m.id() as u64,
+            SAMPLE_PER_TABLE,
+            |_| true,
+            |c| !c.is_game_over(),
+            |p| check_where(&tb, &store, p, &counts, stored),
+        );
         let cache = tb.cache_stats();
         report!(
             "  {builtin} vs chesstb's {theirs}: {} positions, {} DTM50 (position, clock) pairs, {:.1} s; {} disagreements so far \
@@ -114,23 +89,15 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
     }
     let positions = counts.positions.load(Ordering::Relaxed);
     report!(
-        "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; WDL {} agree, DTM {} agree, DTZ {} agree, \
-         DTM50 {} (position, clock) pairs agree; {} positions of a side to move the files leave out not in the \
-         1-in-{DROPPED_SIDE_SAMPLE} sample",
+        "chesstb vs built-in at 5 pieces ({}): {} positions in {:.1} s; {}; {} positions of a side to move the \
+         files leave out not in the 1-in-{DROPPED_SIDE_SAMPLE} sample",
         if common::exhaustive() { format!("exhaustive, share {share}") } else { "sample".into() },
         positions,
         start.elapsed().as_secs_f64(),
-        counts.wdl.load(Ordering::Relaxed),
-        counts.dtm.load(Ordering::Relaxed),
-        counts.dtz.load(Ordering::Relaxed),
-        counts.dtm50_pairs.load(Ordering::Relaxed),
+        counts.agreement(),
         counts.dropped_unchecked.load(Ordering::Relaxed),
     );
     let bad = counts.disagreements.lock().unwrap();
     assert!(bad.is_empty(), "chesstb and the built-in tables disagree at 5 pieces");
-    assert!(positions > 0);
-    for c in [&counts.wdl, &counts.dtm, &counts.dtz] {
-        assert_eq!(c.load(Ordering::Relaxed), positions);
-    }
-    assert_eq!(counts.dtm50_pairs.load(Ordering::Relaxed), positions * 100);
+    counts.assert_every_position_agreed(100);
 }

@@ -3,7 +3,8 @@
 //! (12,000 of each class) with the table, mirroring, side to move, king
 //! slice, symmetry, pawn slice and storage index that chesstb's generator
 //! computes for them (and its prober agrees with, position by position; see
-//! the PROVENANCE file there). No table file is needed: 6-piece tables
+//! the PROVENANCE file there); and 24,000 positions with an opposing pawn
+//! pair, indexed in their `p` table (`KQpKp`). No table file is needed: 6-piece tables
 //! cannot be generated here, so this is how their index is proven.
 
 #[macro_use]
@@ -12,7 +13,7 @@ mod common;
 use std::{collections::BTreeMap, io::Read};
 
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
-use tbserver::chesstb::index_trace;
+use tbserver::chesstb::{index_trace, pair_index_trace};
 
 #[derive(Default)]
 struct ClassCount {
@@ -23,14 +24,18 @@ struct ClassCount {
     mirrored: usize,
     transformed: usize,
     diagonal_flips: usize,
+    en_passant: usize,
+    /// Pieces other than 5 or 6 (4: `KpKp`).
+    other: usize,
     mismatches: Vec<String>,
 }
 
-#[test]
-fn index_agrees_with_chesstb_code() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/chesstb-index/chesstb-index.tsv.xz");
+/// Reads one of the index data files and compares every line with what
+/// `trace` computes; returns the counts per class (mismatches included).
+fn compare_file(file: &str, trace: fn(&Chess, u32) -> Option<tbserver::chesstb::IndexTrace>) -> BTreeMap<String, ClassCount> {
+    let path = format!("{}/tests/data/chesstb-index/{file}", env!("CARGO_MANIFEST_DIR"));
     let mut text = String::new();
-    liblzma::read::XzDecoder::new(std::fs::File::open(path).expect("index test data")).read_to_string(&mut text).expect("xz");
+    liblzma::read::XzDecoder::new(std::fs::File::open(&path).expect("index test data")).read_to_string(&mut text).expect("xz");
     let mut classes: BTreeMap<String, ClassCount> = BTreeMap::new();
     let mut tables = std::collections::BTreeSet::new();
     for line in text.lines() {
@@ -47,27 +52,32 @@ fn index_agrees_with_chesstb_code() {
         let perm = num(9) as u32;
         let c = classes.entry(class.to_string()).or_default();
         c.positions += 1;
-        if table.len() == 5 { c.five += 1 } else { c.six += 1 }
+        match pos.board().occupied().count() {
+            5 => c.five += 1,
+            6 => c.six += 1,
+            _ => c.other += 1,
+        }
         tables.insert(table.to_string());
         let index = num(10);
         c.above_2_32 += (index >= 1 << 32) as usize;
         c.mirrored += (f[3] == "1") as usize;
         c.transformed += (f[6] != "0") as usize;
         c.diagonal_flips += (f[7] == "1") as usize;
+        c.en_passant += (fen.split(' ').nth(3) != Some("-")) as usize;
         let theirs = (table.to_string(), f[3] == "1", (f[4] == "b") as usize, num(5), num(6) as u8, f[7] == "1", num(8), index);
-        let ours = index_trace(&pos, perm).map(|t| {
+        let ours = trace(&pos, perm).map(|t| {
             (t.table, t.mirrored, t.side, t.parts.king_slice, t.parts.transform, t.parts.diagonal_flip, t.parts.pawn_slice, t.parts.index)
         });
         if ours.as_ref() != Some(&theirs) {
             c.mismatches.push(format!("{fen} perm {perm}: ours {ours:?}, chesstb {theirs:?}"));
         }
     }
-    report!("chesstb index vs chesstb's code: {} positions, {} tables", classes.values().map(|c| c.positions).sum::<usize>(), tables.len());
-    report!("  class             positions  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  mismatches");
+    report!("{file} vs chesstb's code: {} positions, {} tables", classes.values().map(|c| c.positions).sum::<usize>(), tables.len());
+    report!("  class                     positions  4-piece  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  en-passant  mismatches");
     for (name, c) in &classes {
         report!(
-            "  {name:<17} {:>9}  {:>7}  {:>7}  {:>11}  {:>8}  {:>11}  {:>13}  {:>10}",
-            c.positions, c.five, c.six, c.above_2_32, c.mirrored, c.transformed, c.diagonal_flips, c.mismatches.len()
+            "  {name:<25} {:>9}  {:>7}  {:>7}  {:>7}  {:>11}  {:>8}  {:>11}  {:>13}  {:>10}  {:>10}",
+            c.positions, c.other, c.five, c.six, c.above_2_32, c.mirrored, c.transformed, c.diagonal_flips, c.en_passant, c.mismatches.len()
         );
     }
     let mut failed = 0;
@@ -78,6 +88,12 @@ fn index_agrees_with_chesstb_code() {
         failed += c.mismatches.len();
     }
     assert_eq!(failed, 0, "positions whose index differs from chesstb's");
+    classes
+}
+
+#[test]
+fn index_agrees_with_chesstb_code() {
+    let classes = compare_file("chesstb-index.tsv.xz", index_trace);
     let expected = ["en_passant", "four_of_a_kind", "pawnless", "pawns_both_sides", "pawns_one_side", "three_of_a_kind", "two_of_a_kind"];
     assert_eq!(classes.keys().map(String::as_str).collect::<Vec<_>>(), expected);
     for (name, c) in &classes {
@@ -86,6 +102,20 @@ fn index_agrees_with_chesstb_code() {
     }
     assert!(classes.values().map(|c| c.above_2_32).sum::<usize>() >= 10_000, "too few indexes above 2^32");
     assert!(classes["pawnless"].diagonal_flips > 0 && classes["pawnless"].mirrored > 0);
+}
+
+/// Opposing-pair tables (`KQpKp`): their own index of the same positions,
+/// a pawn slice being a rank among the surviving (pair, free pawns) cells.
+#[test]
+fn pair_index_agrees_with_chesstb_code() {
+    let classes = compare_file("chesstb-index-pair.tsv.xz", pair_index_trace);
+    assert_eq!(classes.keys().map(String::as_str).collect::<Vec<_>>(), ["opposing_pair", "opposing_pair_en_passant"]);
+    for (name, c) in &classes {
+        assert!(c.positions >= 10_000, "{name}: only {} positions", c.positions);
+        assert!(c.six > 0 && c.five > 0 && c.mirrored > 0 && c.transformed > 0, "{name}: a kind of position is missing");
+    }
+    assert!(classes["opposing_pair"].other > 0, "no KpKp position");
+    assert!(classes["opposing_pair_en_passant"].en_passant >= 10_000);
 }
 
 /// Writes `values` as chesstb's monotone offset vector: one full sample per

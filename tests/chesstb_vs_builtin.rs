@@ -88,18 +88,14 @@ fn chesstb_agrees_with_builtin_tables() {
     }
     let positions = counts.positions.load(Ordering::Relaxed);
     report!(
-        "chesstb vs built-in ({}): {} positions of {} materials in {:.1} s; WDL {} agree, DTM {} agree, \
-         DTZ {} agree, DTM50 {} (position, clock) pairs agree; DTC {} (position, clock) pairs consistent with \
-         the built-in DTZ ({} with pushes owed), {} KQvK/KRvK pairs equal to DTM50; {} positions of a side to move \
-         the files leave out not in the 1-in-{DROPPED_SIDE_SAMPLE} sample",
+        "chesstb vs built-in ({}): {} positions of {} materials in {:.1} s; {}; DTC {} (position, clock) pairs \
+         consistent with the built-in DTZ ({} with pushes owed), {} KQvK/KRvK pairs equal to DTM50; {} positions of \
+         a side to move the files leave out not in the 1-in-{DROPPED_SIDE_SAMPLE} sample",
         if exhaustive() { format!("exhaustive, share {share}") } else { "sample".into() },
         positions,
         materials.len(),
         start.elapsed().as_secs_f64(),
-        counts.wdl.load(Ordering::Relaxed),
-        counts.dtm.load(Ordering::Relaxed),
-        counts.dtz.load(Ordering::Relaxed),
-        counts.dtm50_pairs.load(Ordering::Relaxed),
+        counts.agreement(),
         counts.dtc_class_pairs.load(Ordering::Relaxed),
         counts.dtc_pushes.load(Ordering::Relaxed),
         counts.dtc_mate_pairs.load(Ordering::Relaxed),

@@ -198,7 +198,8 @@ pub struct TableFile {
 }
 
 /// chesstb's 30-bit material key: base-9 digits, white's below black's, the
-/// smaller of the two orientations.
+/// smaller of the two orientations. A pair table's key is that of its free
+/// pieces: the pair is not in it (chesstb tells `KQpKp` from `KQK` by name).
 fn material_key(m: &TableMaterial) -> u32 {
     const WHITE: [u32; 5] = [6561, 729, 81, 9, 1];
     const BLACK: [u32; 5] = [387_420_489, 43_046_721, 4_782_969, 531_441, 59_049];
@@ -215,7 +216,7 @@ impl TableFile {
         // table reader, a file truncated while mapped is outside our control.
         let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        let index = IndexConfig::new(&material);
+        let index = IndexConfig::new(&material).ok_or("too many pawn slices for an opposing-pair table")?;
         let frames = parse(&map, kind, &material, &index)?;
         Ok(TableFile { id, kind, name, map, index, frames })
     }
@@ -377,9 +378,15 @@ fn get(frames: &mut [Frame], i: usize) -> &mut Stored {
     }
 }
 
+/// What is wrong with a file of `bytes` bytes by its size alone: every
+/// chesstb file is 64-byte blocks and an 8-byte XXH64.
+pub(super) fn size_problem(bytes: u64) -> Option<String> {
+    (bytes % 64 != 8).then(|| format!("size {bytes} is not 64·n + 8 bytes (truncated or not a chesstb file)"))
+}
+
 fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig) -> FileResult<[Frame; 2]> {
-    if bytes.len() % 64 != 8 {
-        return Err(format!("size {} is not 64·n + 8 (truncated?)", bytes.len()));
+    if let Some(problem) = size_problem(bytes.len() as u64) {
+        return Err(problem);
     }
     let mut r = Reader { bytes, at: 0 };
     let magic = r.u32()?;

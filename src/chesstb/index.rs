@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use arrayvec::ArrayVec;
 
-use super::material::TableMaterial;
+use super::material::{TableMaterial, canonical_pair, pair_number};
 
 /// Squares a1 = 0, b1 = 1, …, h8 = 63 (as in shakmaty).
 pub type Sq = u8;
@@ -133,6 +133,104 @@ impl KingSlices {
     }
 }
 
+/// Placements of an opposing pawn pair (a white pawn below a black one on
+/// one file, ranks 2–7): chesstb's order, file by file, then the white
+/// pawn's rank, then the black pawn's. 8 files × 15 rank pairs.
+const PAIR_PLACEMENTS: u64 = 120;
+
+/// A `p` table's pawn slices: chesstb numbers the cells pair + 120 ·
+/// (white free pawns' rank + C(48, white) · black free pawns' rank) and
+/// stores only those whose pawns do not collide and whose pair is the
+/// canonical one; a slice's number is its cell's rank among those.
+struct PairRanks {
+    /// One bit per cell: stored.
+    stored: Vec<u64>,
+    /// Stored cells before each 64-cell word.
+    before: Vec<u32>,
+    slices: u64,
+}
+
+/// Cells past this are refused (only 8-man pair tables come near it).
+const MAX_PAIR_CELLS: u64 = 1 << 28;
+
+impl PairRanks {
+    /// For `free` white and black pawns besides the pair: built once per
+    /// pair of counts, shared by every material with them.
+    fn get(free: [usize; 2]) -> Option<&'static PairRanks> {
+        const MAX: usize = 4;
+        static RANKS: [[OnceLock<Option<PairRanks>>; MAX + 1]; MAX + 1] = [const { [const { OnceLock::new() }; MAX + 1] }; MAX + 1];
+        if free[0] > MAX || free[1] > MAX {
+            return None;
+        }
+        RANKS[free[0]][free[1]].get_or_init(|| PairRanks::build(free)).as_ref()
+    }
+
+    fn build(free: [usize; 2]) -> Option<PairRanks> {
+        let sizes = [binomial(48, free[0]), binomial(48, free[1])];
+        let cells = PAIR_PLACEMENTS * sizes[0] * sizes[1];
+        if cells > MAX_PAIR_CELLS {
+            return None;
+        }
+        let placements = |n: usize, size: u64| -> Vec<ArrayVec<Sq, 8>> { (0..size).map(|r| unrank(r, n).into_iter().map(|p| p + 8).collect()).collect() };
+        let (whites, blacks) = (placements(free[0], sizes[0]), placements(free[1], sizes[1]));
+        let pairs: Vec<(Sq, Sq)> = (0..64u8)
+            .flat_map(|w| (0..64u8).map(move |b| (w, b)))
+            .filter_map(|(w, b)| pair_number(w, b).map(|n| (n, w, b)))
+            .fold(vec![(0, 0); PAIR_PLACEMENTS as usize], |mut v, (n, w, b)| {
+                v[n as usize] = (w, b);
+                v
+            });
+        let mut stored = vec![0u64; cells.div_ceil(64) as usize];
+        let mut cell = 0u64;
+        for b in &blacks {
+            for w in &whites {
+                for &(pw, pb) in &pairs {
+                    let collide = w.iter().any(|s| b.contains(s) || *s == pw || *s == pb) || b.iter().any(|s| *s == pw || *s == pb);
+                    if !collide {
+                        let all_w: ArrayVec<Sq, 9> = w.iter().copied().chain([pw]).collect();
+                        let all_b: ArrayVec<Sq, 9> = b.iter().copied().chain([pb]).collect();
+                        if canonical_pair(&all_w, &all_b) == Some((pw, pb)) {
+                            stored[(cell / 64) as usize] |= 1 << (cell % 64);
+                        }
+                    }
+                    cell += 1;
+                }
+            }
+        }
+        let mut before = Vec::with_capacity(stored.len());
+        let mut n = 0u32;
+        for word in &stored {
+            before.push(n);
+            n += word.count_ones();
+        }
+        Some(PairRanks { stored, before, slices: n as u64 })
+    }
+
+    /// The slice of a cell, `None` if the cell is not stored.
+    fn slice(&self, cell: u64) -> Option<u64> {
+        let (word, bit) = ((cell / 64) as usize, cell % 64);
+        let w = *self.stored.get(word)?;
+        (w >> bit & 1 == 1).then(|| self.before[word] as u64 + (w & ((1 << bit) - 1)).count_ones() as u64)
+    }
+}
+
+/// The `k` positions (ascending) of colex rank `r`.
+fn unrank(mut r: u64, k: usize) -> ArrayVec<u8, 8> {
+    let mut out = ArrayVec::new();
+    let mut hi = 64usize;
+    for i in (1..=k).rev() {
+        let mut p = hi - 1;
+        while binomial(p, i) > r {
+            p -= 1;
+        }
+        r -= binomial(p, i);
+        out.push(p as u8);
+        hi = p;
+    }
+    out.reverse();
+    out
+}
+
 /// One populated non-pawn class: a colour and role with its count.
 #[derive(Clone, Copy, Debug)]
 struct Class {
@@ -161,9 +259,12 @@ pub struct IndexConfig {
     weights: ArrayVec<u64, 8>,
     within_size: u64,
     king_slices: &'static KingSlices,
+    /// Free pawns (an opposing pair's two not counted).
     pawns: [usize; 2],
     /// White pawn placements left by any one black pawn placement.
     white_per_black: u64,
+    /// Set for an opposing-pair (`p`) table.
+    pair: Option<&'static PairRanks>,
     pub num_positions: u64,
 }
 
@@ -174,9 +275,11 @@ pub struct Layout {
 }
 
 impl IndexConfig {
-    pub fn new(m: &TableMaterial) -> IndexConfig {
+    /// `None` for a pair table whose pawn slices are too many to rank.
+    pub fn new(m: &TableMaterial) -> Option<IndexConfig> {
         let pawns = [m.counts[0][4] as usize, m.counts[1][4] as usize];
-        let dihedral = pawns == [0, 0];
+        let dihedral = pawns == [0, 0] && !m.pair;
+        let pair = if m.pair { Some(PairRanks::get(pawns)?) } else { None };
         // Black before white; within a colour knights, bishops, rooks, queens.
         let mut classes = ArrayVec::new();
         for color in [1, 0] {
@@ -199,9 +302,9 @@ impl IndexConfig {
         let black_size = binomial(48, pawns[1]);
         let white_per_black = binomial(48 - pawns[1], pawns[0]);
         let _ = white_size;
-        let num_pawn_slices = black_size.saturating_mul(white_per_black);
+        let num_pawn_slices = pair.map_or(black_size.saturating_mul(white_per_black), |p| p.slices);
         let num_positions = num_pawn_slices.saturating_mul(king_slices.num as u64).saturating_mul(within_size);
-        IndexConfig {
+        Some(IndexConfig {
             dihedral,
             classes,
             weights,
@@ -209,8 +312,9 @@ impl IndexConfig {
             king_slices,
             pawns,
             white_per_black,
+            pair,
             num_positions,
-        }
+        })
     }
 
     #[cfg(test)]
@@ -262,7 +366,8 @@ impl IndexConfig {
                 return None;
             }
         }
-        if p.pieces[0][4].len() != self.pawns[0] || p.pieces[1][4].len() != self.pawns[1] {
+        let in_pair = self.pair.is_some() as usize;
+        if p.pieces[0][4].len() != self.pawns[0] + in_pair || p.pieces[1][4].len() != self.pawns[1] + in_pair {
             return None;
         }
         let entry = self.king_slices.lookup[wk as usize * 64 + bk as usize];
@@ -300,6 +405,19 @@ impl IndexConfig {
 
         let pawn_slice = if self.dihedral {
             0
+        } else if let Some(ranks) = self.pair {
+            // Chosen after the symmetry, as chesstb does: the file mirror can
+            // change which pair is the lowest.
+            let (pw, pb) = canonical_pair(&q.pieces[0][4], &q.pieces[1][4])?;
+            let rank_of = |sqs: &[Sq], skip: Sq| -> Option<u64> {
+                let mut v: ArrayVec<u8, 8> =
+                    sqs.iter().filter(|&&s| s != skip).map(|&s| s.checked_sub(8).filter(|&p| p < 48)).collect::<Option<_>>()?;
+                v.sort_unstable();
+                Some(colex_rank(&v))
+            };
+            let (w, b) = (rank_of(&q.pieces[0][4], pw)?, rank_of(&q.pieces[1][4], pb)?);
+            let cell = pair_number(pw, pb)? + PAIR_PLACEMENTS * (w + binomial(48, self.pawns[0]) * b);
+            ranks.slice(cell)?
         } else {
             let mut black: ArrayVec<u8, 8> = q.pieces[1][4].iter().map(|&s| s.checked_sub(8)).collect::<Option<_>>()?;
             let mut white: ArrayVec<u8, 8> = q.pieces[0][4].iter().map(|&s| s.checked_sub(8)).collect::<Option<_>>()?;
@@ -378,7 +496,7 @@ mod tests {
     #[test]
     fn permutations_decode() {
         let m = TableMaterial::parse("KRBKN").unwrap();
-        let cfg = IndexConfig::new(&m);
+        let cfg = IndexConfig::new(&m).unwrap();
         assert_eq!(cfg.num_classes(), 3);
         assert_eq!(cfg.layout(0).unwrap().order.as_slice(), &[0, 1, 2]);
         assert_eq!(cfg.layout(5).unwrap().order.as_slice(), &[2, 1, 0]);

@@ -73,8 +73,20 @@
 //! loss-only and relaxed frames, en passant, and symmetric materials; DTC at
 //! the position's clock, with dropped frames rebuilt the way chesstb's
 //! prober does (a win takes the move owing the fewest pushes, a loss the
-//! budget its most stubborn defence forces). Not supported: opposing-pawn-pair
-//! tables (`p` in the name), and 7-piece index sizes beyond 64 bits.
+//! budget its most stubborn defence forces). Opposing-pair tables (`p` in
+//! the name, below). Not supported: 7-piece index sizes beyond 64 bits.
+//!
+//! **Opposing-pair tables.** `KQpKp` holds the positions of `KQPKP` that
+//! have an opposing pair (a white pawn below a black one on a file, ranks
+//! 2–7). The pair of the lowest file, then white rank, then black rank
+//! (chosen after the king symmetry) is indexed as one of 120 placements;
+//! the header's material key is that of the other pieces (`KQK`), so the
+//! file name tells the tables apart. Pawn cells are numbered pair + 120 ·
+//! (free white pawns' rank + C(48, white) · free black pawns' rank); a pawn
+//! slice is the rank of its cell among those whose pawns do not collide
+//! and whose pair is that lowest one. chesstb's prober answers from the pair
+//! table whenever the position has a pair and the table's WDL file exists,
+//! at every node of a search too; so does this reader.
 
 mod cache;
 mod file;
@@ -87,7 +99,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, OnceLock,
-        atomic::{AtomicU32, Ordering},
+        atomic::{AtomicU64, Ordering},
     },
 };
 
@@ -110,9 +122,42 @@ pub struct ProbeError {
 }
 
 struct Slot {
+    /// Names the file in the open-file and block caches: the same on every
+    /// reopening, so blocks decoded before a close are used again.
+    id: u32,
     path: PathBuf,
     bytes: u64,
-    opened: OnceLock<Result<Arc<file::TableFile>, String>>,
+    /// Why the file cannot be read, once an opening found out: it is not
+    /// tried again (the file is listed with this problem).
+    broken: OnceLock<String>,
+}
+
+#[derive(Default)]
+struct OpenStats {
+    opened: AtomicU64,
+    closed: AtomicU64,
+}
+
+/// Counts of opened files (what the bound on open files does).
+#[derive(Debug, Clone, Copy)]
+pub struct OpenFiles {
+    pub opened: u64,
+    pub closed: u64,
+    pub open_now: u64,
+    pub max_open: u64,
+}
+
+fn open_file_cache(max: u64, stats: &Arc<OpenStats>) -> moka::sync::Cache<u32, Arc<file::TableFile>> {
+    let stats = Arc::clone(stats);
+    moka::sync::Cache::builder()
+        .max_capacity(max)
+        // Least recently used out: a newly opened file is always kept (the
+        // default policy may refuse it and reopen it on every probe).
+        .eviction_policy(moka::policy::EvictionPolicy::lru())
+        .eviction_listener(move |_, _, _| {
+            stats.closed.fetch_add(1, Ordering::Relaxed);
+        })
+        .build()
 }
 
 /// A listed file, for `/api/v1/tables` and `verify`.
@@ -125,14 +170,26 @@ pub struct FileInfo {
     pub bytes: u64,
 }
 
-/// All chesstb tables found in some directories, opened on first use.
+/// Files kept open (memory-mapped) at once unless configured.
+pub const DEFAULT_MAX_OPEN_FILES: u64 = 1024;
+
+/// All chesstb tables found in some directories, opened on first use; at
+/// most `max_open_files` stay open, the least recently used closed first.
 pub struct Chesstb {
     /// Looked up several times per probe: a fast hash, not SipHash.
     slots: FxHashMap<(TableMaterial, Kind), Slot>,
+    /// Open files by slot id. A closed file's mapping goes when the last
+    /// probe using it ends. moka: concurrent reads, one opening per file at
+    /// a time (the others wait for that file only).
+    open_files: moka::sync::Cache<u32, Arc<file::TableFile>>,
+    max_open_files: u64,
+    open_stats: Arc<OpenStats>,
     cache: cache::BlockCache,
     rebuilt: rebuilt::RebuiltCache<probe::Rebuilt>,
-    next_id: AtomicU32,
     max_pieces: usize,
+    /// Whether any opposing-pair table was found: spares every probe the
+    /// search for a pair when none can answer.
+    has_pair_tables: bool,
 }
 
 impl Chesstb {
@@ -150,6 +207,7 @@ impl Chesstb {
     /// every probe of a dropped side searches; for comparisons).
     pub fn open_with_caches(dirs: &[PathBuf], block_bytes: u64, rebuilt_bytes: u64) -> Chesstb {
         let mut slots = FxHashMap::default();
+        let mut next_id = 0u32;
         for dir in dirs {
             let mut candidates = vec![dir.clone()];
             candidates.extend(["wdl", "dtz", "dtc", "dtm", "dtm50"].iter().map(|s| dir.join(s)));
@@ -160,17 +218,43 @@ impl Chesstb {
                 for path in paths {
                     let Some((material, kind)) = Self::classify(&path) else { continue };
                     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
-                    slots.entry((material, kind)).or_insert(Slot { path, bytes, opened: OnceLock::new() });
+                    slots.entry((material, kind)).or_insert_with(|| {
+                        next_id += 1;
+                        Slot { id: next_id, path, bytes, broken: OnceLock::new() }
+                    });
                 }
             }
         }
         let max_pieces = slots.keys().map(|(m, _)| m.pieces()).max().unwrap_or(0);
+        let has_pair_tables = slots.keys().any(|(m, _)| m.pair);
+        let open_stats = Arc::new(OpenStats::default());
         Chesstb {
             slots,
+            open_files: open_file_cache(DEFAULT_MAX_OPEN_FILES, &open_stats),
+            max_open_files: DEFAULT_MAX_OPEN_FILES,
+            open_stats,
             cache: cache::BlockCache::new(block_bytes),
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
-            next_id: AtomicU32::new(0),
             max_pieces,
+            has_pair_tables,
+        }
+    }
+
+    /// Keeps at most `n` files open (at least 1).
+    pub fn with_max_open_files(mut self, n: u64) -> Chesstb {
+        self.max_open_files = n.max(1);
+        self.open_files = open_file_cache(self.max_open_files, &self.open_stats);
+        self
+    }
+
+    /// Files opened and closed so far, and open now.
+    pub fn open_files(&self) -> OpenFiles {
+        self.open_files.run_pending_tasks();
+        OpenFiles {
+            opened: self.open_stats.opened.load(Ordering::Relaxed),
+            closed: self.open_stats.closed.load(Ordering::Relaxed),
+            open_now: self.open_files.entry_count(),
+            max_open: self.max_open_files,
         }
     }
 
@@ -219,31 +303,60 @@ impl Chesstb {
         if checksum && !f.checksum_ok() {
             return Err("XXH64 checksum mismatch".into());
         }
-        if matches!(kind, Kind::Dtz | Kind::Dtc | Kind::Dtm | Kind::Dtm50) && !self.slots.contains_key(&(*material, Kind::Wdl)) {
-            return Err("its WDL companion (which gives the win/loss class) is missing".into());
+        match self.missing_companion(material, kind) {
+            Some(problem) => Err(problem),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// A DTZ, DTC, DTM or DTM50 file without the WDL file of its material,
+    /// which gives the win/loss class its values need.
+    fn missing_companion(&self, material: &TableMaterial, kind: Kind) -> Option<String> {
+        (kind != Kind::Wdl && !self.slots.contains_key(&(*material, Kind::Wdl)))
+            .then(|| "its WDL companion (which gives the win/loss class) is missing".into())
+    }
+
+    /// A problem of a listed file known without opening it: its size, a
+    /// missing WDL companion, or what an earlier opening found.
+    pub fn known_problem(&self, material: &TableMaterial, kind: Kind) -> Option<String> {
+        let slot = self.slots.get(&(*material, kind))?;
+        if let Some(reason) = slot.broken.get() {
+            return Some(reason.clone());
+        }
+        file::size_problem(slot.bytes).or_else(|| self.missing_companion(material, kind))
     }
 
     fn file(&self, material: &TableMaterial, kind: Kind) -> Result<Option<Arc<file::TableFile>>, ProbeError> {
         let Some(slot) = self.slots.get(&(*material, kind)) else { return Ok(None) };
-        let opened = slot.opened.get_or_init(|| {
-            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-            file::TableFile::open(id, &slot.path, kind, *material).map(Arc::new)
-        });
-        match opened {
-            Ok(f) => Ok(Some(Arc::clone(f))),
-            Err(reason) => Err(ProbeError {
-                table: slot.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                reason: reason.clone(),
-            }),
+        let error = |reason: String| ProbeError {
+            table: slot.path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            reason,
+        };
+        if let Some(reason) = slot.broken.get() {
+            return Err(error(reason.clone()));
         }
+        let opened = self.open_files.try_get_with(slot.id, || {
+            let f = file::TableFile::open(slot.id, &slot.path, kind, *material)?;
+            self.open_stats.opened.fetch_add(1, Ordering::Relaxed);
+            Ok::<_, String>(Arc::new(f))
+        });
+        opened.map(Some).map_err(|reason| {
+            let _ = slot.broken.set(reason.to_string());
+            error(reason.to_string())
+        })
     }
 
-    /// Whether a WDL table covers the material of `pos`.
+    /// Whether a WDL table covers the material of `pos` (an opposing-pair
+    /// table's included).
     pub fn covers(&self, pos: &Chess) -> bool {
-        let (m, _) = TableMaterial::of_board(pos.board()).canonical();
+        let (m, _) = self.routed(pos.board()).canonical();
         self.slots.contains_key(&(m, Kind::Wdl))
+    }
+
+    /// The name of the table that answers for `pos` (`KQpKp` when an
+    /// opposing-pair table does), whether or not it is there.
+    pub fn table_name(&self, pos: &Chess) -> String {
+        self.routed(pos.board()).canonical().0.name()
     }
 
     /// Whether the files store `pos`'s side to move (WDL and DTM50 pack),
@@ -314,12 +427,23 @@ pub struct IndexTrace {
     pub parts: IndexParts,
 }
 
-/// [`IndexTrace`] of `pos` under class order `perm`; `None` if the
-/// permutation is out of range or the position outside the index.
+/// [`IndexTrace`] of `pos` under class order `perm` in its full material's
+/// table; `None` if the permutation is out of range or the position outside
+/// the index.
 pub fn index_trace(pos: &Chess, perm: u32) -> Option<IndexTrace> {
-    let c = probe::canon(pos);
-    let config = index::IndexConfig::new(&c.material);
+    trace_in(pos, TableMaterial::of_board(pos.board()), perm)
+}
+
+/// As [`index_trace`], in the opposing-pair table (`p` in the name) of a
+/// position with an opposing pair; `None` without one.
+pub fn pair_index_trace(pos: &Chess, perm: u32) -> Option<IndexTrace> {
+    trace_in(pos, TableMaterial::pair_of_board(pos.board())?, perm)
+}
+
+fn trace_in(pos: &Chess, on_board: TableMaterial, perm: u32) -> Option<IndexTrace> {
+    let c = probe::canon_in(pos, on_board);
+    let config = index::IndexConfig::new(&c.material)?;
     let parts = config.index_parts(&config.layout(perm)?, &c.placement)?;
-    let mirrored = TableMaterial::of_board(pos.board()).canonical().1;
+    let mirrored = on_board.canonical().1;
     Some(IndexTrace { table: c.material.name(), mirrored, side: c.side, parts })
 }

@@ -315,9 +315,12 @@ pub(super) struct Canon {
     pub side: usize,
 }
 
-pub(super) fn canon(pos: &Chess) -> Canon {
+/// `pos` seen from the table of `on_board` (its material with the board's
+/// colours: the full one, or a pair table's). A pair table's placement
+/// holds all pawns; its index picks out the pair.
+pub(super) fn canon_in(pos: &Chess, on_board: TableMaterial) -> Canon {
     let board = pos.board();
-    let (material, swap) = TableMaterial::of_board(board).canonical();
+    let (material, swap) = on_board.canonical();
     let mut placement = Placement { kings: [0, 0], pieces: Default::default() };
     for (sq, piece) in board.iter() {
         let side = (piece.color.is_black() != swap) as usize;
@@ -366,6 +369,25 @@ fn children(pos: &Chess) -> impl Iterator<Item = (shakmaty::Move, Chess)> + '_ {
 type R<T> = Result<T, ProbeError>;
 
 impl Chesstb {
+    /// The material (colours as on the board) whose table answers for
+    /// `pos`: as chesstb's prober, the opposing-pair table when the board
+    /// has an opposing pair and that table's WDL file is there, else the
+    /// full material. Asked of every node, so that a search's children
+    /// route the same way.
+    pub(super) fn routed(&self, board: &shakmaty::Board) -> TableMaterial {
+        if self.has_pair_tables
+            && let Some(m) = TableMaterial::pair_of_board(board)
+            && self.slots.contains_key(&(m.canonical().0, Kind::Wdl))
+        {
+            return m;
+        }
+        TableMaterial::of_board(board)
+    }
+
+    pub(super) fn canon(&self, pos: &Chess) -> Canon {
+        canon_in(pos, self.routed(pos.board()))
+    }
+
     fn err(file: &TableFile, reason: String) -> ProbeError {
         ProbeError { table: file.name.clone(), reason }
     }
@@ -416,7 +438,7 @@ impl Chesstb {
     /// for a symmetric material, mirrored) in WDL and, where there is one,
     /// in the DTM50 pack; `false` where a probe rebuilds it by search.
     pub(super) fn stored(&self, pos: &Chess) -> R<Option<bool>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(wdl) = self.file(&c.material, Kind::Wdl)? else { return Ok(None) };
         let mut stored = matches!(self.locate(&wdl, &c, None)?, Located::Direct { .. });
         if let Some(pack) = self.file(&c.material, Kind::Dtm50)? {
@@ -428,7 +450,7 @@ impl Chesstb {
     /// Whether the `kind` file stores the frame of `pos`'s side to move
     /// (itself or, for a symmetric material, mirrored); `None` without one.
     pub(super) fn stored_in(&self, pos: &Chess, kind: Kind) -> R<Option<bool>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, kind)? else { return Ok(None) };
         Ok(Some(matches!(self.locate(&file, &c, None)?, Located::Direct { .. })))
     }
@@ -453,7 +475,7 @@ impl Chesstb {
         if bare_kings(pos) {
             return Ok(Some(Class::Draw));
         }
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Wdl)? else { return Ok(None) };
         let code = match self.locate(&file, &c, None)? {
             Located::Rebuild => return self.rebuild_wdl(pos, depth),
@@ -488,7 +510,7 @@ impl Chesstb {
 
     /// The WDL code of a quiet child as the rebuild reads it: markers kept.
     fn wdl_code(&self, pos: &Chess, depth: u32) -> R<Option<u16>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Wdl)? else { return Ok(None) };
         match self.locate(&file, &c, None)? {
             Located::Direct { side, idx } => {
@@ -550,7 +572,7 @@ impl Chesstb {
             v.dtz_plies = Some(0);
             v.dtm50 = clock.map(|_| Mate { class: Class::Draw, plies: 0 });
         } else {
-            let c = canon(pos);
+            let c = self.canon(pos);
             if self.file(&c.material, Kind::Dtm50)?.is_some() {
                 let flat = self.pack(pos, wdl, None, depth)?;
                 v.dtm_plies = flat.mate.map(|m| m.plies);
@@ -603,7 +625,7 @@ impl Chesstb {
         if wdl == Class::Draw {
             return Ok(Some(vec![Some(Mate { class: Class::Draw, plies: 0 }); 100]));
         }
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Dtm50)? else { return per_clock() };
         let flat = self.pack(pos, wdl, None, 0)?;
         let located = self.locate(&file, &c, Some(wdl))?;
@@ -655,7 +677,7 @@ impl Chesstb {
                 let class = self.wdl_no_ep(&child, 1)?;
                 let record = match class {
                     Some(cw) => {
-                        let cc = canon(&child);
+                        let cc = self.canon(&child);
                         match self.file(&cc.material, Kind::Dtm50)? {
                             Some(f) => match self.locate(&f, &cc, Some(cw))? {
                                 Located::Direct { side, idx } => {
@@ -736,7 +758,7 @@ impl Chesstb {
         if clock.is_some_and(|c| c >= 100) {
             return Ok(PackAnswer { mate: Some(Mate { class: Class::Draw, plies: 0 }), dtz: None });
         }
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Dtm50)? else { return Ok(unknown) };
         let (side, idx) = match self.locate(&file, &c, Some(wdl))? {
             Located::Direct { side, idx } => (side, idx),
@@ -889,7 +911,7 @@ impl Chesstb {
 
     /// Plain DTM from a `dtm/` file (materials without a DTM50 pack).
     fn dtm(&self, pos: &Chess, wdl: Class, depth: u32) -> R<Option<u16>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Dtm)? else { return Ok(None) };
         match self.locate(&file, &c, Some(wdl))? {
             Located::Direct { side, idx } => {
@@ -955,7 +977,7 @@ impl Chesstb {
 
     /// DTZ from a `dtz/` file (where the pack did not price it).
     fn dtz(&self, pos: &Chess, wdl: Class, depth: u32) -> R<Option<u16>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Dtz)? else { return Ok(None) };
         match self.locate(&file, &c, Some(wdl))? {
             Located::Direct { side, idx } => {
@@ -1049,7 +1071,7 @@ impl Chesstb {
         if wdl == Class::Draw {
             return Ok(Some(Conversion::DRAW));
         }
-        let c = canon(pos);
+        let c = self.canon(pos);
         if !c.material.has_pawns() {
             // No push to budget: every zeroing move converts, so DTC is DTZ
             // at order 0, drawn where the clock leaves no room for it.
@@ -1186,7 +1208,7 @@ impl Chesstb {
     /// A stored winning position's DTC value at every budget (`None`:
     /// drawn there); `None` if its frame is not stored.
     fn dtc_curve(&self, pos: &Chess) -> R<Option<[Option<u16>; DTC_ROWS]>> {
-        let c = canon(pos);
+        let c = self.canon(pos);
         let Some(file) = self.file(&c.material, Kind::Dtc)? else { return Ok(None) };
         let Located::Direct { side, idx } = self.locate(&file, &c, Some(Class::Win))? else { return Ok(None) };
         let record = file.read_record(&self.cache, side, idx).map_err(|e| Self::err(&file, e))?;

@@ -104,6 +104,15 @@ pub trait TableSource: Send + Sync {
     /// Largest number of pieces (kings included) any table of this source has.
     fn max_pieces(&self) -> usize;
 
+    /// Whether a probe only reads memory-mapped tables and does a bounded
+    /// amount of work: no file reads, no block decoding, no generation. The
+    /// answer for one position may then be computed on the async thread that
+    /// has the request (see `Shared::run_probe`); anything else goes to the
+    /// blocking threads.
+    fn probes_memory_only(&self) -> bool {
+        false
+    }
+
     /// WDL50 as if the half-move clock were 0.
     fn probe_wdl(&self, _pos: &Chess) -> ProbeResult<Wdl> {
         Ok(None)

@@ -28,6 +28,7 @@ pub struct SyzygySource {
     /// Problems found by probes (tables are opened on first use), by table
     /// name, so that `/api/v1/tables` lists them too.
     found: Mutex<BTreeMap<String, String>>,
+    io: SyzygyIo,
 }
 
 impl SyzygySource {
@@ -71,7 +72,7 @@ impl SyzygySource {
             .filter(|t| !t.problems.is_empty() && t.material.contains('v'))
             .map(|t| (format!("{}.{}", t.material, if t.kind == TableKind::Wdl { "rtbw" } else { "rtbz" }), t.problems.join("; ")))
             .collect();
-        SyzygySource { tablebase, tables, refused, found: Mutex::default() }
+        SyzygySource { tablebase, tables, refused, found: Mutex::default(), io }
     }
 
     /// Missing tables and too many pieces mean "not covered", unless the
@@ -248,6 +249,12 @@ impl TableSource for SyzygySource {
 
     fn max_pieces(&self) -> usize {
         self.tablebase.max_pieces()
+    }
+
+    /// Mapped tables are read from the page cache (a table's first probe
+    /// opens and maps its file); `syzygy_io = read` reads the file each time.
+    fn probes_memory_only(&self) -> bool {
+        self.io == SyzygyIo::Mmap
     }
 
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {

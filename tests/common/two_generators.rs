@@ -8,13 +8,62 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use shakmaty::{Chess, Position};
+use rayon::prelude::*;
+use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use tbserver::{
     builtin::{Store, dtm50, value},
     chesstb::{Chesstb, Class, Conversion},
 };
 
 use crate::common::exhaustive;
+
+/// The legal position of a built-in table's index, `None` for an unused one.
+pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+    Chess::from_setup(crate::common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+}
+
+/// Runs `check` in parallel on positions of a built-in table's layout: in
+/// the exhaustive tier on every position of this run's share of indexes
+/// ([`crate::common::share`], taken before decoding) that `keep` takes (in
+/// chunks: a 5-piece table of positions would not fit in memory), else on
+/// `sample` random ones that `keep_in_sample` takes.
+pub fn for_positions(
+    l: &tbserver::builtin::index::Layout,
+    seed: u64,
+    sample: usize,
+    keep: impl Fn(&Chess) -> bool + Sync,
+    keep_in_sample: impl Fn(&Chess) -> bool,
+    check: impl Fn(&Chess) + Sync,
+) {
+    if exhaustive() {
+        let share = crate::common::share();
+        let chunk = 1u64 << 20;
+        for from in (0..l.size as u64).step_by(chunk as usize) {
+            let to = (from + chunk).min(l.size as u64);
+            (from..to)
+                .into_par_iter()
+                .filter(|&i| share.takes(i))
+                .filter_map(|i| to_chess(l, &l.decode(i as u32)?))
+                .filter(|p| keep(p))
+                .for_each(|p| check(&p));
+        }
+    } else {
+        let mut state = seed | 1;
+        let mut positions = Vec::new();
+        while positions.len() < sample {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            if let Some(p) = l.decode((state % l.size as u64) as u32)
+                && let Some(c) = to_chess(l, &p)
+                && keep_in_sample(&c)
+            {
+                positions.push(c);
+            }
+        }
+        positions.par_iter().for_each(|p| check(p));
+    }
+}
 
 #[derive(Default)]
 pub struct Counts {
@@ -36,6 +85,29 @@ pub struct Counts {
 }
 
 impl Counts {
+    /// The summary every comparison prints: how many positions agreed in
+    /// WDL, DTM and DTZ, and (position, clock) pairs in DTM50.
+    pub fn agreement(&self) -> String {
+        format!(
+            "WDL {} agree, DTM {} agree, DTZ {} agree, DTM50 {} (position, clock) pairs agree",
+            self.wdl.load(Ordering::Relaxed),
+            self.dtm.load(Ordering::Relaxed),
+            self.dtz.load(Ordering::Relaxed),
+            self.dtm50_pairs.load(Ordering::Relaxed),
+        )
+    }
+
+    /// Asserts that positions were compared and every one agreed in WDL,
+    /// DTM and DTZ, and in DTM50 at `dtm50_clocks` clocks.
+    pub fn assert_every_position_agreed(&self, dtm50_clocks: u64) {
+        let positions = self.positions.load(Ordering::Relaxed);
+        assert!(positions > 0);
+        for c in [&self.wdl, &self.dtm, &self.dtz] {
+            assert_eq!(c.load(Ordering::Relaxed), positions);
+        }
+        assert_eq!(self.dtm50_pairs.load(Ordering::Relaxed), positions * dtm50_clocks);
+    }
+
     pub fn disagree(&self, what: String) {
         let mut d = self.disagreements.lock().unwrap();
         if d.len() < 50 {
@@ -77,6 +149,12 @@ pub fn check(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts) {
 /// position's side to move (checked always) or leave it to a rebuild
 /// (checked 1 in [`DROPPED_SIDE_SAMPLE`]) given.
 pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool) {
+    check_metrics(tb, store, pos, counts, stored, true)
+}
+
+/// [`check_where`], DTM50 left out with `dtm50` false (tables made
+/// without it).
+pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool, dtm50: bool) {
     let sample = sampled(pos);
     if exhaustive() && !sample && !stored(pos) {
         counts.dropped_unchecked.fetch_add(1, Ordering::Relaxed);
@@ -102,6 +180,9 @@ pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, st
         counts.dtz.fetch_add(1, Ordering::Relaxed);
     } else {
         counts.disagree(format!("{fen}: DTZ chesstb {:?}, built-in {}", v.signed_dtz(), value::signed_plies(dtz)));
+    }
+    if !dtm50 {
+        return;
     }
     // The whole curve at once (what the exhaustive run uses), and in the
     // sample also clock by clock as the service probes it: both must agree.

@@ -478,6 +478,12 @@ test('table statistics: reachable from the probe page and /api/v1/tables, figure
   assert.deepEqual(rows, [side(stats.white_to_move), side(stats.black_to_move)]);
   assert.equal(stats.white_to_move.positions + stats.black_to_move.positions, stats.legal_positions);
   // Each longest value shows its example position, linked to the probe page.
+  // The images load lazily: each is brought into view and awaited first
+  // (decode() rejects if it cannot load).
+  for (const img of await page.locator('figure.longest img').all()) {
+    await img.scrollIntoViewIfNeeded();
+    await img.evaluate((el) => el.decode());
+  }
   const longest = await page.$$eval('figure.longest', (list) => list.map((f) => ({ metric: f.dataset.metric, plies: Number(f.dataset.plies), href: f.querySelector('a').getAttribute('href'), img: f.querySelector('img').naturalWidth })));
   assert.equal(longest.length, 6);
   assert.equal(longest[0].plies, stats.white_to_move.longest_dtz50.plies);
