@@ -14,6 +14,8 @@
 //! resets the clock, any other move adds one. A mate delivered by the move
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use super::{
     index::Layout,
     memory::{Members, filled},
@@ -409,8 +411,9 @@ pub fn prepare_layer<'a>(
     p
 }
 
-/// Solves a layer set up by [`prepare_layer`].
-pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &mut Builder) {
+/// Solves a layer set up by [`prepare_layer`]; returns early, the layer
+/// unfinished, once `cancel` is set.
+pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &mut Builder, cancel: &AtomicBool) {
     let Prepared { members, base, exit, mut win_exits, mut loss_exits, mated } = prepared;
     let state = &mut scratch.state[..];
     let least = &mut scratch.least_predecessor_clock[..];
@@ -430,6 +433,9 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
     let mut recompute: Vec<u32> = Vec::new();
     let (mut pairs_scratch, mut index_scratch) = (Vec::new(), Vec::new());
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
+        if cancel.load(Ordering::Relaxed) {
+            return;
+        }
         assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
         // A won position may be queued for the loss test too (and found not
         // lost): the two queues of a distance need their own stamps.

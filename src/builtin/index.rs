@@ -639,6 +639,12 @@ impl Layout {
         canonical.then_some(pos)
     }
 
+    /// The side to move of index `idx`: the digit above the pieces'.
+    #[inline]
+    pub fn turn_of(&self, idx: u32) -> Color {
+        if (idx / self.turn_stride) & 1 == 0 { Color::White } else { Color::Black }
+    }
+
     /// The squares an index stands for, without any check.
     #[inline]
     pub fn unchecked_pos(&self, idx: u32) -> Pos {

@@ -113,7 +113,8 @@ pub struct Bin {
 struct Dense {
     wins: Vec<u64>,
     losses: Vec<u64>,
-    /// Largest plies seen and the first index with them.
+    /// Largest plies seen and the lowest index with them (whatever the
+    /// order the positions come in).
     longest: Option<(u16, u32)>,
 }
 
@@ -133,7 +134,18 @@ impl Dense {
         } else {
             return;
         }
-        if self.longest.is_none_or(|(p, _)| plies > p) {
+        if self.longest.is_none_or(|(p, i)| plies > p || (plies == p && idx < i)) {
+            self.longest = Some((plies, idx));
+        }
+    }
+
+    fn merge(&mut self, o: &Dense) {
+        for (a, b) in self.wins.iter_mut().zip(&o.wins).chain(self.losses.iter_mut().zip(&o.losses)) {
+            *a += b;
+        }
+        if let Some((plies, idx)) = o.longest
+            && self.longest.is_none_or(|(p, i)| plies > p || (plies == p && idx < i))
+        {
             self.longest = Some((plies, idx));
         }
     }
@@ -159,55 +171,97 @@ struct Side {
     dtm50: Dense,
 }
 
+impl Side {
+    fn new() -> Side {
+        Side { categories: [0; 5], dtz: Dense::new(), dtm: Dense::new(), dtm50: Dense::new() }
+    }
+}
+
+/// The statistics' counts, added up position by position in any order:
+/// by [`compute`] from a table, or by the generator from the values it
+/// has just solved, which spares reading the table back.
+pub struct Tally {
+    sides: [Side; 2],
+    has_dtm50: bool,
+}
+
+impl Tally {
+    pub fn new(has_dtm50: bool) -> Tally {
+        Tally { sides: [Side::new(), Side::new()], has_dtm50 }
+    }
+
+    /// Counts the legal position `idx`, `turn` to move, with its DTZ50'',
+    /// DTM and DTM50 at clock 0 (ignored without DTM50).
+    #[inline]
+    pub fn add(&mut self, idx: u32, turn: Color, [dtz, dtm, dtm50]: [u16; 3]) {
+        let side = &mut self.sides[side_index(turn)];
+        side.categories[category(dtz)] += 1;
+        side.dtz.add(dtz, idx);
+        side.dtm.add(dtm, idx);
+        if self.has_dtm50 {
+            side.dtm50.add(dtm50, idx);
+        }
+    }
+
+    /// Adds the counts of `o` (other positions of the same table).
+    pub fn merge(mut self, o: Tally) -> Tally {
+        for (a, b) in self.sides.iter_mut().zip(&o.sides) {
+            for (x, y) in a.categories.iter_mut().zip(&b.categories) {
+                *x += y;
+            }
+            a.dtz.merge(&b.dtz);
+            a.dtm.merge(&b.dtm);
+            a.dtm50.merge(&b.dtm50);
+        }
+        self
+    }
+
+    /// The statistics of `table`, whose every legal position was added.
+    pub fn into_stats(self, table: &impl Scan) -> TableStats {
+        let example = |dense: &Dense, of: &dyn Fn(u32) -> u16| {
+            dense.longest.map(|(_, idx)| Example { plies: value::signed_plies(of(idx)), fen: fen_of(table, idx) })
+        };
+        let side_stats = |s: &Side| {
+            let [losses, blessed_losses, draws, cursed_wins, wins] = s.categories;
+            SideStats {
+                positions: s.categories.iter().sum(),
+                wins,
+                cursed_wins,
+                draws,
+                blessed_losses,
+                losses,
+                longest_dtz50: example(&s.dtz, &|i| table.dtz(i)),
+                longest_dtm: example(&s.dtm, &|i| table.dtm(i)),
+                longest_dtm50: example(&s.dtm50, &|i| table.at_clock(i, 0)),
+                dtz50_histogram: s.dtz.histogram(),
+                dtm_histogram: s.dtm.histogram(),
+                dtm50_histogram: s.dtm50.histogram(),
+            }
+        };
+        TableStats {
+            material: table.material().name(),
+            legal_positions: table.legal_positions(),
+            white_to_move: side_stats(&self.sides[side_index(Color::White)]),
+            black_to_move: side_stats(&self.sides[side_index(Color::Black)]),
+            has_dtm50: self.has_dtm50,
+            version: STATS_VERSION,
+            table_crc32: table.crc32(),
+        }
+    }
+}
+
 /// Computes the statistics of `table` by reading every position once.
 pub fn compute(table: &impl Scan) -> TableStats {
     let layout = table.layout();
-    let new_side = || Side { categories: [0; 5], dtz: Dense::new(), dtm: Dense::new(), dtm50: Dense::new() };
-    let mut sides = [new_side(), new_side()];
-    let has_dtm50 = table.has_dtm50();
+    let mut tally = Tally::new(table.has_dtm50());
     for idx in 0..layout.size as u32 {
         // Asked of the index, not the values: format v4 stores a neighbour's
         // values at an index no legal position has.
         let Some(pos) = layout.decode(idx) else { continue };
-        let [dtz, dtm, dtm50] = table.values(idx);
-        let side = &mut sides[side_index(pos.turn)];
-        side.categories[category(dtz)] += 1;
-        side.dtz.add(dtz, idx);
-        side.dtm.add(dtm, idx);
-        if has_dtm50 {
-            side.dtm50.add(dtm50, idx);
-        }
+        tally.add(idx, pos.turn, table.values(idx));
     }
     table.scanned();
-    let example = |dense: &Dense, of: &dyn Fn(u32) -> u16| {
-        dense.longest.map(|(_, idx)| Example { plies: value::signed_plies(of(idx)), fen: fen_of(table, idx) })
-    };
-    let side_stats = |s: &Side| {
-        let [losses, blessed_losses, draws, cursed_wins, wins] = s.categories;
-        SideStats {
-            positions: s.categories.iter().sum(),
-            wins,
-            cursed_wins,
-            draws,
-            blessed_losses,
-            losses,
-            longest_dtz50: example(&s.dtz, &|i| table.dtz(i)),
-            longest_dtm: example(&s.dtm, &|i| table.dtm(i)),
-            longest_dtm50: example(&s.dtm50, &|i| table.at_clock(i, 0)),
-            dtz50_histogram: s.dtz.histogram(),
-            dtm_histogram: s.dtm.histogram(),
-            dtm50_histogram: s.dtm50.histogram(),
-        }
-    };
-    TableStats {
-        material: table.material().name(),
-        legal_positions: table.legal_positions(),
-        white_to_move: side_stats(&sides[side_index(Color::White)]),
-        black_to_move: side_stats(&sides[side_index(Color::Black)]),
-        has_dtm50,
-        version: STATS_VERSION,
-        table_crc32: table.crc32(),
-    }
+    tally.into_stats(table)
 }
 
 #[inline]
@@ -259,7 +313,11 @@ pub fn read_sidecar(table: &impl Scan) -> Option<TableStats> {
 /// Computes the statistics of `table` and stores them beside it (when the
 /// table is a file).
 pub fn compute_and_store(table: &impl Scan) -> TableStats {
-    let stats = compute(table);
+    store(table, compute(table))
+}
+
+/// Stores `stats`, those of `table`, beside it (when the table is a file).
+pub fn store(table: &impl Scan, stats: TableStats) -> TableStats {
     if let Some(path) = table.path() {
         let json = serde_json::to_vec(&stats).expect("statistics serialize");
         if let Err(e) = replace_file(&sidecar_path(path), &json) {

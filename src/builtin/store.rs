@@ -892,7 +892,7 @@ impl Inner {
         let start = Instant::now();
         let g = generate_blocks(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
             .map_err(Unavailable::Failed)?;
-        let phase_secs = g.secs;
+        let (phase_secs, tally) = (g.secs, g.tally);
         let secs = start.elapsed().as_secs_f64();
         if self.cancelled.load(Ordering::SeqCst) {
             return Err(Unavailable::Failed("cancelled".into()));
@@ -914,7 +914,9 @@ impl Inner {
                 // Computed now, so that serving them never reads the table
                 // whole (at shutdown left for the first request to compute).
                 if !self.cancelled.load(Ordering::SeqCst) {
-                    super::stats::compute_and_store(&t);
+                    let start = Instant::now();
+                    super::stats::store(&t, tally.into_stats(&t));
+                    t.phase_secs.as_mut().expect("set above").stats = start.elapsed().as_secs_f64();
                 }
                 t
             }
@@ -951,6 +953,8 @@ impl Inner {
             exits_secs = phase_secs.exits,
             dtz_secs = phase_secs.dtz,
             dtm50_secs = phase_secs.dtm50,
+            dtm_secs = phase_secs.dtm,
+            encode_secs = phase_secs.encode,
             "generated built-in table"
         );
         Ok(Arc::new(table))
