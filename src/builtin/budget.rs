@@ -37,11 +37,13 @@ const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 /// DTM50's state 4), plus the analyses' work lists and DTM50's further
 /// segments, which depend on how the values fall: fitted as an upper
 /// bound, above the peak anonymous memory of every table measured
-/// (docs/operations.md). A kept layer holds DTZ50'', DTM and DTM50 at
-/// clock 0 (6 bytes; 7 in the estimate, fitted on KRPvKR, which peaks
-/// above what its arrays and blocks account for). Without DTM50, what the arrays take (DTZ50'' and DTM
-/// 2 + 2, move counters 1, best exits 1 + 2, work lists), not measured.
-const MEMORY_PER_LAYER_POSITION: f64 = 19.5;
+/// (docs/builtin-generation.md; the densest, KRRvKR, takes 17.0 bytes per
+/// index position). A kept layer holds DTZ50'', DTM and DTM50 at clock 0
+/// (6 bytes; 7 in the estimate, fitted on KRPvKR, which peaks above what
+/// its arrays and blocks account for). Without DTM50, what the arrays take
+/// (DTZ50'' and DTM 2 + 2, move counters 1, best exits 1 + 2, work lists),
+/// not measured.
+const MEMORY_PER_LAYER_POSITION: f64 = 18.0;
 const MEMORY_PER_KEPT_POSITION: f64 = 7.0;
 const MEMORY_PER_POSITION: f64 = 0.5;
 const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 11.0;
@@ -281,22 +283,24 @@ mod tests {
 
     /// Peak anonymous memory (MiB) of generations by layers
     /// (`generate_blocks`), format v5 with DTM50, 2026-11-26
-    /// (docs/operations.md), measured before the DTZ50'' exits and work
-    /// lists were narrowed to 1 and 4 bytes, which only lowers the peaks.
-    const MEASURED_MEMORY_MIB: [(&str, u64); 5] = [
-        ("KNNNvK", 731),
-        ("KNNvKN", 1_747),
-        ("KRBvKQ", 4_609),
-        ("KQRvKR", 4_401),
-        ("KRPvKR", 4_065),
+    /// (docs/builtin-generation.md).
+    const MEASURED_MEMORY_MIB: [(&str, u64); 8] = [
+        ("KNNNvK", 658),
+        ("KNNvKN", 1_633),
+        ("KRBvKQ", 3_854),
+        ("KQRvKR", 3_913),
+        ("KRRvKR", 1_997),
+        ("KRBvKR", 3_536),
+        ("KRNvKR", 3_567),
+        ("KRPvKR", 3_727),
     ];
 
-    /// Sizes of the format v4 files (bytes), with DTM50.
+    /// Sizes of the format v5 files (bytes), with DTM50.
     const MEASURED_FILE: [(&str, u64); 4] = [
-        ("KRBvKQ", 126_036_899),
-        ("KNNvKN", 1_434_291),
-        ("KQRvKR", 188_262_900),
-        ("KRPvKR", 301_670_525),
+        ("KRBvKQ", 125_854_627),
+        ("KNNvKN", 606_209),
+        ("KQRvKR", 188_080_628),
+        ("KRPvKR", 301_484_669),
     ];
 
     /// The memory estimate is an upper bound: never below a measured peak,

@@ -348,10 +348,16 @@ fn solve_layers(
             );
             drop(counter);
             let prepare_secs = start.elapsed().as_secs_f64() - setup_secs;
+            // The DTZ50'' exits go as soon as DTZ50'' is solved, which is
+            // well before DTM50 (whose work lists and segment log grow to
+            // the layer's peak meanwhile).
+            let mut exit_dtz = Some(exit_dtz);
             let (dtz_secs, dtm50_secs) = rayon::join(
                 || {
                     let start = Instant::now();
+                    let exit_dtz = exit_dtz.take().expect("the DTZ50'' exits");
                     solve_propagate(l, &members, base, span, &exit_dtz[..], (&mut dtz, base), buckets, cancel);
+                    drop(exit_dtz);
                     setup_secs + start.elapsed().as_secs_f64()
                 },
                 || {
@@ -364,7 +370,7 @@ fn solve_layers(
             check(cancel)?;
             secs.dtz += dtz_secs;
             secs.dtm50 += prepare_secs + dtm50_secs;
-            drop((exit_dtz, exit_mate));
+            drop(exit_mate);
             let start = Instant::now();
             // The analysis's scratch words (4 bytes per index of the layer)
             // are gone: room for as many 8-byte log entries again.

@@ -79,11 +79,4 @@ impl Members {
             })
         })
     }
-
-    /// The least and the greatest member, if any.
-    pub fn bounds(&self) -> Option<(u32, u32)> {
-        let lo = self.iter().next()?;
-        let (w, &word) = self.words.iter().enumerate().rev().find(|&(_, &word)| word != 0)?;
-        Some((lo, (self.base + 64 * w + 63 - word.leading_zeros() as usize) as u32))
-    }
 }
