@@ -469,44 +469,71 @@ fn dtm_beyond(
 ) -> Result<Vec<u16>, String> {
     use rayon::prelude::*;
     let slot = |i: usize| beyond.binary_search(&(i as u32)).ok();
-    // Per position: the best value of its moves to known positions, and the
-    // positions of `beyond` its quiet moves lead to.
-    let forward: Vec<(u16, Vec<u32>)> = beyond
-        .par_iter()
-        .map(|&idx| {
+    // Per position: the best value of its moves to known positions
+    // (`best`), and the positions of `beyond` its quiet moves lead to
+    // (`next[next_start[k]..next_start[k + 1]]`), in flat arrays: a few
+    // bytes per position and move, however many positions there are.
+    let chunks: Vec<(Vec<u16>, Vec<u32>, Vec<u32>)> = beyond
+        .par_chunks(1 << 12)
+        .map(|chunk| {
             check(cancel)?;
-            let p = l.decode_placement(idx).expect("a legal position");
-            let mut best = match exits_of(l, &p, solved, lookup)? {
-                Some(Exit::Moves { best, .. }) => best.dtm,
-                _ => unreachable!("a position mated beyond the limit has moves"),
-            };
-            let mut next = Vec::new();
-            for_each_quiet_child(l, &p, |c| match slot(c) {
-                Some(k) => next.push(k as u32),
-                None => best = value::better(best, value::back_one_ply(known(c))),
-            });
-            Ok((best, next))
+            let (mut best, mut next, mut moves) = (Vec::with_capacity(chunk.len()), Vec::new(), Vec::with_capacity(chunk.len()));
+            for &idx in chunk {
+                let p = l.decode_placement(idx).expect("a legal position");
+                let mut b = match exits_of(l, &p, solved, lookup)? {
+                    Some(Exit::Moves { best, .. }) => best.dtm,
+                    _ => unreachable!("a position mated beyond the limit has moves"),
+                };
+                let first = next.len();
+                for_each_quiet_child(l, &p, |c| match slot(c) {
+                    Some(k) => next.push(k as u32),
+                    None => b = value::better(b, value::back_one_ply(known(c))),
+                });
+                best.push(b);
+                moves.push((next.len() - first) as u32);
+            }
+            Ok((best, next, moves))
         })
         .collect::<Result<_, String>>()?;
-    // The reverse edges, and per lost position the moves into `beyond` not
-    // yet settled.
-    let mut before: Vec<Vec<u32>> = vec![Vec::new(); beyond.len()];
-    for (k, (_, next)) in forward.iter().enumerate() {
-        for &c in next {
-            before[c as usize].push(k as u32);
+    let (mut best, mut next, mut next_start) = (Vec::with_capacity(beyond.len()), Vec::new(), vec![0u32]);
+    for (b, n, moves) in chunks {
+        best.extend(b);
+        next.extend(n);
+        for m in moves {
+            next_start.push(next_start.last().expect("starts at 0") + m);
         }
     }
-    let mut unsettled: Vec<usize> = forward.iter().map(|(_, next)| next.len()).collect();
+    let next_of = |k: usize| &next[next_start[k] as usize..next_start[k + 1] as usize];
+    // The reverse edges, flat the same way, and per lost position the
+    // moves into `beyond` not yet settled.
+    let mut before_start = vec![0u32; beyond.len() + 1];
+    for &c in &next {
+        before_start[c as usize + 1] += 1;
+    }
+    for k in 0..beyond.len() {
+        before_start[k + 1] += before_start[k];
+    }
+    let mut before = vec![0u32; next.len()];
+    let mut fill = before_start.clone();
+    for k in 0..beyond.len() {
+        for &c in next_of(k) {
+            before[fill[c as usize] as usize] = k as u32;
+            fill[c as usize] += 1;
+        }
+    }
+    drop(fill);
+    let before_of = |k: usize| &before[before_start[k] as usize..before_start[k + 1] as usize];
+    let mut unsettled: Vec<u32> = (0..beyond.len()).map(|k| next_start[k + 1] - next_start[k]).collect();
     let is_win: Vec<bool> = beyond.iter().map(|&idx| wins(idx as usize)).collect();
     let mut queue: std::collections::BTreeMap<u16, Vec<u32>> = Default::default();
     let enqueue = |queue: &mut std::collections::BTreeMap<u16, Vec<u32>>, plies: u16, k: usize| {
         queue.entry(plies).or_default().push(k as u32);
     };
-    for (k, (best, _)) in forward.iter().enumerate() {
+    for (k, &b) in best.iter().enumerate() {
         // A win's best known move is a candidate; a loss waits for its
         // moves into `beyond` unless it has none.
-        if (is_win[k] && value::is_win(*best)) || (!is_win[k] && unsettled[k] == 0) {
-            enqueue(&mut queue, value::plies(*best), k);
+        if (is_win[k] && value::is_win(b)) || (!is_win[k] && unsettled[k] == 0) {
+            enqueue(&mut queue, value::plies(b), k);
         }
     }
     let mut values = vec![UNKNOWN; beyond.len()];
@@ -518,7 +545,7 @@ fn dtm_beyond(
                 continue;
             }
             values[k] = if is_win[k] { value::win(plies) } else { value::loss(plies) };
-            for &q in &before[k] {
+            for &q in before_of(k) {
                 let q = q as usize;
                 if values[q] != UNKNOWN {
                     continue;
@@ -531,7 +558,7 @@ fn dtm_beyond(
                     // Settled in increasing order: the last is the longest.
                     unsettled[q] -= 1;
                     if unsettled[q] == 0 {
-                        let own = forward[q].0;
+                        let own = best[q];
                         enqueue(&mut queue, (plies + 1).max(if value::is_loss(own) { value::plies(own) } else { 0 }), q);
                     }
                 }
