@@ -95,13 +95,6 @@ impl Builder {
         Builder { base, first: filled(span, UNKNOWN as u32), more: Vec::new() }
     }
 
-    /// DTM50 at clock 0 of `idx` (of this layer): the first segment covers
-    /// clock 0.
-    #[inline]
-    pub fn at_zero(&self, idx: usize) -> u16 {
-        self.first[idx - self.base] as u16
-    }
-
     /// Logs a segment of `idx`; `first` says whether it is its first (the
     /// caller knows from its own state, which saves reading `self.first`
     /// at random, one cache miss per record).
@@ -164,6 +157,13 @@ impl Builder {
 }
 
 impl Dtm50Data {
+    /// DTM50 at clock 0 of index `i` (of these data): its first segment
+    /// covers clock 0.
+    #[inline]
+    pub fn at_zero(&self, i: usize) -> u16 {
+        self.inline[i] as u16
+    }
+
     /// The data of a whole table from that of its layers (each by index
     /// less its first, with that first index).
     pub fn concat(mut layers: Vec<(usize, Dtm50Data)>) -> Dtm50Data {

@@ -400,30 +400,13 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
     Ok(DecodedBlock { dtz, dtm, dtm50 })
 }
 
-/// Writes a whole table to `w`: the blocks are compressed in parallel in
-/// memory first (a few percent of the arrays' size), then written with
-/// their index. Returns the header written.
-pub fn write(
-    w: &mut (impl Write + Seek),
-    material: &Material,
-    dtz: &[u16],
-    dtm: &[u16],
-    dtm50: Option<&Dtm50Data>,
-    legal_positions: u64,
-) -> io::Result<[u8; HEADER_LEN]> {
-    let bytes = encode(material, dtz, dtm, dtm50, legal_positions);
-    w.seek(SeekFrom::Start(0))?;
-    w.write_all(&bytes)?;
-    Ok(bytes[..HEADER_LEN].try_into().expect("a header"))
-}
-
 /// Bytes of the header and block index of a table of `positions` index
 /// positions: the part of a file that does not depend on its values.
 pub fn index_bytes(positions: usize) -> u64 {
     (HEADER_LEN + ENTRY_LEN * positions.div_ceil(BLOCK_POSITIONS)) as u64
 }
 
-/// A whole table in memory, as [`write`] writes it to a file.
+/// A whole table in memory, as [`write_blocks`] writes it to a file.
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
     let encoded = encode_blocks(dtz, dtm, dtm50);
     assemble(material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)

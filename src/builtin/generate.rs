@@ -87,9 +87,11 @@ pub struct PhaseSecs {
     /// Solving DTM the long way, where DTM50 at clock 0 does not give it
     /// (mates beyond 100 plies, wins the 50-move rule draws).
     pub dtm: f64,
-    /// Compressing the solved values into the file's blocks.
+    /// Handing each solved layer on: compressing its values into the
+    /// file's blocks (and counting its statistics beside that).
     pub encode: f64,
-    /// Reading the written table back for its statistics (set by the store).
+    /// Turning the counted statistics into the table's and storing them
+    /// beside it (set by the store).
     pub stats: f64,
 }
 
@@ -179,30 +181,28 @@ pub struct GeneratedBlocks {
 pub fn generate_blocks(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<GeneratedBlocks, String> {
     let span = l.layer_span();
     let mut tally = Tally::new(with_dtm50);
-    let (blocks, legal_positions, secs) = if span == l.size || span % format::BLOCK_POSITIONS == 0 {
+    let (blocks, legal_positions, secs) = if span == l.size || span.is_multiple_of(format::BLOCK_POSITIONS) {
         let mut by_layer: Vec<Vec<format::Encoded>> = (0..l.size / span).map(|_| Vec::new()).collect();
         let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, |base, out| {
-            let at_zero = out.dtm50.as_ref().map(|d| &d.inline[..]);
             let (blocks, layer_tally) = rayon::join(
                 || format::encode_blocks(&out.dtz, &out.dtm, out.dtm50.as_ref()),
-                || tally_values(l, base, &out.dtz, &out.dtm, at_zero, with_dtm50),
+                || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
             );
             by_layer[base / span] = blocks;
-            tally = std::mem::replace(&mut tally, Tally::new(with_dtm50)).merge(layer_tally);
+            tally.add_tally(&layer_tally);
         })?;
         (by_layer.into_iter().flatten().collect(), legal, secs)
     } else {
         let g = generate(l, lookup, with_dtm50, cancel)?;
-        let at_zero = g.dtm50.as_ref().map(|d| &d.inline[..]);
-        tally = tally_values(l, 0, &g.dtz, &g.dtm, at_zero, with_dtm50);
+        tally = tally_values(l, 0, &g.dtz, &g.dtm, g.dtm50.as_ref(), with_dtm50);
         (format::encode_blocks(&g.dtz, &g.dtm, g.dtm50.as_ref()), g.legal_positions, g.secs)
     };
     Ok(GeneratedBlocks { blocks, positions: l.size, has_dtm50: with_dtm50, legal_positions, secs, tally })
 }
 
 /// The statistics' counts of the values of indexes `base..` (legal where
-/// DTZ50'' is known), DTM50 at clock 0 being each index's first segment.
-fn tally_values(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], at_zero: Option<&[u32]>, with_dtm50: bool) -> Tally {
+/// DTZ50'' is known; DTM50 by index less `base`).
+fn tally_values(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, with_dtm50: bool) -> Tally {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 20;
     // Pieces of at least 16 chunks: a tally per piece takes 1.5 MB.
@@ -215,13 +215,19 @@ fn tally_values(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], at_zero: Opti
                 for j in c * CHUNK..((c + 1) * CHUNK).min(dtz.len()) {
                     if dtz[j] != UNKNOWN {
                         let idx = (base + j) as u32;
-                        t.add(idx, l.turn_of(idx), [dtz[j], dtm[j], at_zero.map_or(UNKNOWN, |z| z[j] as u16)]);
+                        t.add(idx, l.turn_of(idx), [dtz[j], dtm[j], dtm50.map_or(UNKNOWN, |d| d.at_zero(j))]);
                     }
                 }
                 t
             },
         )
-        .reduce(|| Tally::new(with_dtm50), Tally::merge)
+        .reduce(
+            || Tally::new(with_dtm50),
+            |mut a, b| {
+                a.add_tally(&b);
+                a
+            },
+        )
 }
 
 /// The final values of one layer, by index less its first (illegal
@@ -327,8 +333,8 @@ fn solve_layers(
             let mut dtm = dtz.clone();
             let start = Instant::now();
             rayon::join(
-                || solve(l, &members, base, &counter, &exit_dtz[..], (&mut dtz, base), cancel),
-                || solve(l, &members, base, &counter, &exit_mate[..], (&mut dtm, base), cancel),
+                || solve(l, &members, base, &counter, &exit_dtz[..], &mut dtz, cancel),
+                || solve(l, &members, base, &counter, &exit_mate[..], &mut dtm, cancel),
             );
             secs.dtz += start.elapsed().as_secs_f64();
             check(cancel)?;
@@ -342,7 +348,7 @@ fn solve_layers(
             let ((buckets, setup_secs), prepared) = rayon::join(
                 || {
                     let start = Instant::now();
-                    (solve_setup(&members, base, &counter, &exit_dtz[..], (&mut dtz, base)), start.elapsed().as_secs_f64())
+                    (solve_setup(&members, base, &counter, &exit_dtz[..], &mut dtz), start.elapsed().as_secs_f64())
                 },
                 || dtm50::prepare_layer(&members, base, &counter, &exit_mate, terminal_at, &mut scratch, &mut builder),
             );
@@ -356,7 +362,7 @@ fn solve_layers(
                 || {
                     let start = Instant::now();
                     let exit_dtz = exit_dtz.take().expect("the DTZ50'' exits");
-                    solve_propagate(l, &members, base, span, &exit_dtz[..], (&mut dtz, base), buckets, cancel);
+                    solve_propagate(l, &members, base, &exit_dtz[..], &mut dtz, buckets, cancel);
                     drop(exit_dtz);
                     setup_secs + start.elapsed().as_secs_f64()
                 },
@@ -383,7 +389,7 @@ fn solve_layers(
             let mut beyond = Vec::new();
             for idx in members.iter() {
                 let j = idx as usize - base;
-                match dtm_read_off(dtz[j], dtm50.inline[j] as u16, dtm_limit_plies) {
+                match dtm_read_off(dtz[j], dtm50.at_zero(j), dtm_limit_plies) {
                     Some(v) => dtm[j] = v,
                     None => beyond.push(idx),
                 }
@@ -411,7 +417,7 @@ fn solve_layers(
         secs.encode += start.elapsed().as_secs_f64();
         // Kept for the layers still to solve that push into this one.
         if last_reader[layer].is_some_and(|r| r > t) {
-            let at_zero = values.dtm50.as_ref().map_or_else(Vec::new, |d| d.inline.iter().map(|&v| v as u16).collect());
+            let at_zero = values.dtm50.as_ref().map_or_else(Vec::new, |d| (0..d.inline.len()).map(|j| d.at_zero(j)).collect());
             solved.layers[layer] = Some([values.dtz, values.dtm, at_zero]);
         }
         for (c, reader) in last_reader.iter().enumerate() {
@@ -427,7 +433,7 @@ fn solve_layers(
 /// (`z`), where they give it: a DTM50 mate within `limit_plies` (at most
 /// 100) is the DTM mate, and a draw by DTZ50'' is a draw. `None` for the
 /// other decided positions (a win or loss beyond 100 plies, or one the
-/// 50-move rule turns into a draw), left to the full DTM analysis.
+/// 50-move rule turns into a draw), left to [`dtm_beyond`].
 ///
 /// A mate within 100 plies is as fast at clock 0 with the 50-move rule as
 /// without: the clock cannot reach 100 first. Conversely DTM50 at clock 0
@@ -684,8 +690,9 @@ fn exits_pass(l: &Layout, solved: &Solved, lookup: &Lookup, mate: Mate, cancel: 
         })
 }
 
-/// The exits of `p`: its moves out of the layer resolved from `dtz`, `dtm`
-/// and `at_zero` (later layers, already solved) or `lookup` (other tables).
+/// The exits of `p`: its moves out of the layer resolved from `solved`
+/// (layers its pawn pushes lead to, already solved) or `lookup` (other
+/// tables).
 /// `None` if `p` is illegal (the side not to move in check).
 fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Option<Exit>, String> {
     let mut zeroing = false;
@@ -787,8 +794,8 @@ const fn is_pending(v: u16) -> bool {
 /// Solves one layer for one metric. `exit` holds each position's best move
 /// out of the layer, `counter` its non-zeroing moves (its un-moves stay
 /// inside the layer), both by index less `base`; terminal positions are
-/// already set in `values` (by index less its second member), illegal ones
-/// are [`ILLEGAL`], the others [`UNKNOWN`].
+/// already set in `values` (by index less `base` too), illegal ones are
+/// [`ILLEGAL`], the others [`UNKNOWN`].
 /// Returns early, the values unfinished, once `cancel` is set.
 fn solve(
     l: &Layout,
@@ -796,12 +803,11 @@ fn solve(
     base: usize,
     counter: &[u8],
     exit: &(impl ExitValues + ?Sized),
-    values: (&mut [u16], usize),
+    values: &mut [u16],
     cancel: &AtomicBool,
 ) {
-    let values_base = values.1;
-    let buckets = solve_setup(members, base, counter, exit, (&mut *values.0, values_base));
-    solve_propagate(l, members, base, counter.len(), exit, values, buckets, cancel);
+    let buckets = solve_setup(members, base, counter, exit, values);
+    solve_propagate(l, members, base, exit, values, buckets, cancel);
 }
 
 /// An error once `cancel` is set: checked between layers and, inside one,
@@ -837,27 +843,26 @@ fn solve_setup(
     base: usize,
     counter: &[u8],
     exit: &(impl ExitValues + ?Sized),
-    values: (&mut [u16], usize),
+    values: &mut [u16],
 ) -> Buckets {
-    let (values, values_base) = values;
     let mut buckets: Buckets = vec![Vec::new(); 2];
     for idx in members.iter() {
         let i = idx as usize;
-        if values[i - values_base] != UNKNOWN {
-            if value::is_loss(values[i - values_base]) {
+        if values[i - base] != UNKNOWN {
+            if value::is_loss(values[i - base]) {
                 push(&mut buckets, 0, idx | STORED);
             }
             continue;
         }
         let (e, c) = (exit.at(i - base), counter[i - base]);
-        values[i - values_base] = pending(c);
+        values[i - base] = pending(c);
         if value::is_win(e) {
             push(&mut buckets, value::plies(e) as usize, idx);
         } else if c == 0 {
             if value::is_loss(e) {
                 push(&mut buckets, value::plies(e) as usize, idx);
             } else {
-                values[i - values_base] = DRAW;
+                values[i - base] = DRAW;
             }
         }
     }
@@ -865,18 +870,17 @@ fn solve_setup(
 }
 
 /// The rest of [`solve`], from the buckets [`solve_setup`] filled; the
-/// layer's indexes are `base..base + span`.
+/// layer's indexes are `base..base + values.len()`.
 fn solve_propagate(
     l: &Layout,
     members: &Members,
     base: usize,
-    span: usize,
     exit: &(impl ExitValues + ?Sized),
-    values: (&mut [u16], usize),
+    values: &mut [u16],
     mut buckets: Buckets,
     cancel: &AtomicBool,
 ) {
-    let (values, values_base) = values;
+    let span = values.len();
     let mut scratch = Vec::new();
     let mut n = 0;
     while n < buckets.len() {
@@ -900,23 +904,23 @@ fn solve_propagate(
             if e & STORED != 0 {
                 return true;
             }
-            if !is_pending(values[i - values_base]) {
+            if !is_pending(values[i - base]) {
                 return false;
             }
-            values[i - values_base] = exit.at(i - base);
+            values[i - base] = exit.at(i - base);
             true
         });
         let values_at = values.as_ptr();
-        let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(values_base)));
+        let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(base)));
         for_each_neighbour_prefetched(l, Neighbours::Unmoves, bucket, |e| e & !STORED, ahead, |e, preds| {
-            let lost = value::is_loss(values[(e & !STORED) as usize - values_base]);
+            let lost = value::is_loss(values[(e & !STORED) as usize - base]);
             let mut found: ArrayVec<u32, 128> = ArrayVec::new();
             let mut later: Vec<(usize, u32)> = Vec::new();
             // Un-moves reach legal positions only; those decided already
             // (or stalemated) are not pending.
             for &qi in preds {
                 let qi = qi as usize;
-                let w = &mut values[qi - values_base];
+                let w = &mut values[qi - base];
                 if !is_pending(*w) {
                     continue;
                 }
@@ -951,8 +955,8 @@ fn solve_propagate(
         n += 1;
     }
     for idx in members.iter() {
-        if is_pending(values[idx as usize - values_base]) {
-            values[idx as usize - values_base] = DRAW;
+        if is_pending(values[idx as usize - base]) {
+            values[idx as usize - base] = DRAW;
         }
     }
 }

@@ -134,19 +134,23 @@ impl Dense {
         } else {
             return;
         }
+        self.keep_longest(plies, idx);
+    }
+
+    /// Keeps `(plies, idx)` if it is longer, or as long at a lower index.
+    #[inline]
+    fn keep_longest(&mut self, plies: u16, idx: u32) {
         if self.longest.is_none_or(|(p, i)| plies > p || (plies == p && idx < i)) {
             self.longest = Some((plies, idx));
         }
     }
 
-    fn merge(&mut self, o: &Dense) {
+    fn add_dense(&mut self, o: &Dense) {
         for (a, b) in self.wins.iter_mut().zip(&o.wins).chain(self.losses.iter_mut().zip(&o.losses)) {
             *a += b;
         }
-        if let Some((plies, idx)) = o.longest
-            && self.longest.is_none_or(|(p, i)| plies > p || (plies == p && idx < i))
-        {
-            self.longest = Some((plies, idx));
+        if let Some((plies, idx)) = o.longest {
+            self.keep_longest(plies, idx);
         }
     }
 
@@ -204,16 +208,15 @@ impl Tally {
     }
 
     /// Adds the counts of `o` (other positions of the same table).
-    pub fn merge(mut self, o: Tally) -> Tally {
+    pub fn add_tally(&mut self, o: &Tally) {
         for (a, b) in self.sides.iter_mut().zip(&o.sides) {
             for (x, y) in a.categories.iter_mut().zip(&b.categories) {
                 *x += y;
             }
-            a.dtz.merge(&b.dtz);
-            a.dtm.merge(&b.dtm);
-            a.dtm50.merge(&b.dtm50);
+            a.dtz.add_dense(&b.dtz);
+            a.dtm.add_dense(&b.dtm);
+            a.dtm50.add_dense(&b.dtm50);
         }
-        self
     }
 
     /// The statistics of `table`, whose every legal position was added.
