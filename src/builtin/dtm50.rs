@@ -14,7 +14,9 @@
 //! resets the clock, any other move adds one. A mate delivered by the move
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, Ordering};
+
+use rayon::prelude::*;
 
 use super::{
     index::Layout,
@@ -304,6 +306,7 @@ const LEAST_CLOCK_MAX_SPAN: usize = 64 << 20;
 /// with all others won). So the analysis can run beside the one that finds
 /// out who wins, rather than after it.
 #[derive(Clone, Copy)]
+#[repr(transparent)]
 struct State(u32);
 
 /// A legal position of the layer that has moves or is mated. Illegal
@@ -325,11 +328,6 @@ impl State {
         (self.0 >> 8) as u8
     }
     #[inline]
-    fn decrement(&mut self) {
-        assert!(self.counter() > 0, "move counter in step with un-moves");
-        self.0 -= 1 << 8;
-    }
-    #[inline]
     fn stamped(self, stamp: u32) -> bool {
         (self.0 >> 16) & ((1 << STAMP_BITS) - 1) == stamp
     }
@@ -340,6 +338,137 @@ impl State {
     #[inline]
     fn in_play(self) -> bool {
         self.0 & IN_PLAY != 0
+    }
+}
+
+/// A word of the analysis. While another analysis runs beside this one,
+/// one thread works on the words and changes them with plain loads and
+/// stores. Once this one runs alone, a distance's long work lists are
+/// shared between threads ([`Mode::Shared`]): then every change is an
+/// atomic read-modify-write that touches only its own field. Within a
+/// distance each field has one kind of change (move counters only fall,
+/// clocks only rise, a stamp is set once), so any interleaving gives the
+/// same words as one thread would.
+#[derive(Clone, Copy)]
+enum Mode {
+    Alone,
+    Shared,
+}
+
+#[inline]
+fn load(a: &AtomicU32) -> State {
+    State(a.load(Ordering::Relaxed))
+}
+
+/// Applies `f` to the word; the word before, if `f` changed it.
+#[inline]
+fn update(a: &AtomicU32, mode: Mode, f: impl Fn(State) -> Option<State>) -> Option<State> {
+    match mode {
+        // Atomic read-modify-writes cost more than the memory accesses
+        // they replace: they keep the core from overlapping its misses.
+        Mode::Alone => {
+            let before = load(a);
+            f(before).map(|s| {
+                a.store(s.0, Ordering::Relaxed);
+                before
+            })
+        }
+        Mode::Shared => a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| f(State(w)).map(|s| s.0)).ok().map(State),
+    }
+}
+
+/// Takes one from the word's move counter; the word before.
+#[inline]
+fn decrement(a: &AtomicU32, mode: Mode) -> State {
+    let before = match mode {
+        Mode::Alone => {
+            let w = a.load(Ordering::Relaxed);
+            a.store(w.wrapping_sub(1 << 8), Ordering::Relaxed);
+            State(w)
+        }
+        Mode::Shared => State(a.fetch_sub(1 << 8, Ordering::Relaxed)),
+    };
+    assert!(before.counter() > 0, "move counter in step with un-moves");
+    before
+}
+
+/// Stamps the word with `stamp`; whether this call was the one that did.
+#[inline]
+fn stamp_once(a: &AtomicU32, mode: Mode, stamp: u32) -> bool {
+    update(a, mode, |s| {
+        (!s.stamped(stamp)).then(|| {
+            let mut t = s;
+            t.stamp(stamp);
+            t
+        })
+    })
+    .is_some()
+}
+
+/// Raises the word's clock to `clock` if that is higher, stamping it with
+/// `stamp`; the clock it had before this distance if this call was its
+/// first raise at this distance.
+#[inline]
+fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
+    let before = update(a, mode, |s| {
+        (clock > s.thr()).then(|| {
+            let mut t = s;
+            t.stamp(stamp);
+            t.set_thr(clock);
+            t
+        })
+    })?;
+    (!before.stamped(stamp)).then(|| before.thr())
+}
+
+/// When a distance's work lists are shared between threads: once `on` is
+/// set, those of at least `min_len` entries, in chunks of `chunk`.
+pub struct Sharing {
+    pub on: AtomicBool,
+    min_len: usize,
+    chunk: usize,
+}
+
+impl Sharing {
+    /// Long lists only (most are short, and all of small tables'): a
+    /// shorter one is not worth the tasks and the atomic changes of words.
+    pub fn long_lists(on: bool) -> Sharing {
+        Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13 }
+    }
+
+    /// Every list of more than a few entries, in small chunks: for tests of
+    /// words changed by several threads at once.
+    #[cfg(test)]
+    pub fn eager() -> Sharing {
+        Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32 }
+    }
+
+    /// `f` over `items` in chunks, in parallel when on and there are many
+    /// (then with [`Mode::Shared`], the wall time added to `shared_secs`);
+    /// what the chunks give, in the order of `items`.
+    fn chunked<E: Sync, R: Send>(
+        &self,
+        items: &[E],
+        shared_secs: &mut f64,
+        f: impl Fn(&[E], Mode, &mut Vec<R>) + Sync,
+    ) -> Vec<R> {
+        if items.len() < self.min_len || !self.on.load(Ordering::Relaxed) {
+            let mut out = Vec::new();
+            f(items, Mode::Alone, &mut out);
+            return out;
+        }
+        let start = std::time::Instant::now();
+        let parts: Vec<Vec<R>> = items
+            .par_chunks(self.chunk)
+            .map(|c| {
+                let mut out = Vec::new();
+                f(c, Mode::Shared, &mut out);
+                out
+            })
+            .collect();
+        let out = parts.into_iter().flatten().collect();
+        *shared_secs += start.elapsed().as_secs_f64();
+        out
     }
 }
 
@@ -412,11 +541,26 @@ pub fn prepare_layer<'a>(
 }
 
 /// Solves a layer set up by [`prepare_layer`]; returns early, the layer
-/// unfinished, once `cancel` is set.
-pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &mut Builder, cancel: &AtomicBool) {
+/// unfinished, once `cancel` is set. Once `sharing` is on (set when
+/// nothing else runs beside it), each distance's long lists of un-moves and
+/// loss tests are shared between threads (see [`Mode`]); what they find is
+/// recorded in one thread. Returns the seconds spent on shared lists.
+pub fn solve_layer(
+    l: &Layout,
+    prepared: Prepared,
+    scratch: &mut Scratch,
+    out: &mut Builder,
+    sharing: &Sharing,
+    cancel: &AtomicBool,
+) -> f64 {
     let Prepared { members, base, exit, mut win_exits, mut loss_exits, mated } = prepared;
-    let state = &mut scratch.state[..];
-    let least = &mut scratch.least_predecessor_clock[..];
+    // SAFETY: `State` is a transparent `u32`, which has the size, alignment
+    // and bit validity of `AtomicU32` (and `i8` those of `AtomicI8`); the
+    // exclusive borrows are held for as long as the shared views live.
+    let state: &[AtomicU32] = unsafe { &*(&mut scratch.state[..] as *mut [State] as *const [AtomicU32]) };
+    let least: &[AtomicI8] =
+        unsafe { &*(&mut scratch.least_predecessor_clock[..] as *mut [i8] as *const [AtomicI8]) };
+    let word = |idx: u32| &state[idx as usize - base];
     // Losses found at the previous distance, with their new clock.
     let mut lost: Vec<(u32, i8)> = mated;
     // Wins found at the previous distance, with their clock before.
@@ -428,13 +572,16 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         let e = exit[p as usize - base];
         e == UNKNOWN || (value::is_loss(e) && value::plies(e) as usize <= n)
     };
+    // An address, not a pointer, so that the closure can go to other threads.
+    let at = state.as_ptr() as usize;
+    let ahead = |qi: usize| prefetch(at.wrapping_add(qi.wrapping_sub(base).wrapping_mul(4)) as *const u32);
 
     let mut n = 1usize;
-    let mut recompute: Vec<u32> = Vec::new();
+    let mut shared_secs = 0.0;
     let (mut pairs_scratch, mut index_scratch) = (Vec::new(), Vec::new());
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
         if cancel.load(Ordering::Relaxed) {
-            return;
+            return shared_secs;
         }
         assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
         // A won position may be queued for the loss test too (and found not
@@ -445,112 +592,115 @@ pub fn solve_layer(l: &Layout, prepared: Prepared, scratch: &mut Scratch, out: &
         radix::sort_by_index(&mut won, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
         radix::sort_by_index(&mut lost, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
         // Losses at n: positions whose replies changed at n - 1.
-        recompute.clear();
-        let at = state.as_ptr().wrapping_sub(base);
-        let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
-        for_each_neighbour_prefetched(l, Neighbours::Unmoves, won.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
-            let t_new = state[r as usize - base].thr();
-            for &qi in preds {
-                let qi = qi as usize;
-                let q = &mut state[qi - base];
-                if !q.in_play() {
-                    continue;
-                }
-                let again = if t_old <= 0 {
-                    // This reply was drawn for the winner at every clock the
-                    // loser can reach it with; now it is won at some.
-                    if t_new < 1 {
+        let mut recompute: Vec<u32> = sharing.chunked(&won, &mut shared_secs, |chunk, mode, found| {
+            for_each_neighbour_prefetched(l, Neighbours::Unmoves, chunk.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
+                let t_new = load(word(r)).thr();
+                for &qi in preds {
+                    let a = word(qi);
+                    let q = load(a);
+                    if !q.in_play() {
                         continue;
                     }
-                    q.decrement();
-                    q.counter() == 0
-                } else {
-                    // Only the tightest reply bounds the loser's clock.
-                    q.counter() == 0 && t_old - 1 == q.thr()
-                };
-                if again && !q.stamped(loss_stamp) {
-                    q.stamp(loss_stamp);
-                    recompute.push(qi as u32);
+                    let again = if t_old <= 0 {
+                        // This reply was drawn for the winner at every clock the
+                        // loser can reach it with; now it is won at some.
+                        if t_new < 1 {
+                            continue;
+                        }
+                        decrement(a, mode).counter() == 1
+                    } else {
+                        // Only the tightest reply bounds the loser's clock.
+                        q.counter() == 0 && t_old - 1 == q.thr()
+                    };
+                    if again && stamp_once(a, mode, loss_stamp) {
+                        found.push(qi);
+                    }
                 }
-            }
+            });
         });
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
-                let q = &mut state[idx as usize - base];
-                if q.counter() == 0 && !q.stamped(loss_stamp) {
-                    q.stamp(loss_stamp);
+                if load(word(idx)).counter() == 0 && stamp_once(word(idx), Mode::Alone, loss_stamp) {
                     recompute.push(idx);
                 }
             }
         }
         // Each of them whose non-zeroing moves all reach positions won at
         // some clock ≥ 1 is lost within n plies up to the tightest of them.
-        let mut lost_now = Vec::new();
+        // Only these positions' clocks change here, and none of them is
+        // another's child (those are won), so the tests are independent.
         recompute.retain(|&p| may_be_lost(p, n));
         radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
-        let at = state.as_ptr().wrapping_sub(base);
-        let ahead = |qi: usize| prefetch(at.wrapping_add(qi));
-        for_each_neighbour_prefetched(l, Neighbours::QuietChildren, recompute.iter().copied(), |p| p, ahead, |p, children| {
-            let mut u = LAST_MOVE_CLOCK as i8;
-            for &qi in children {
-                // Children are legal positions, whose words are never
-                // empty; the test only guards against an index outside them.
-                let q = state[qi as usize - base];
-                if q.0 != 0 {
-                    u = u.min((q.thr() - 1).max(NONE_YET));
+        let lost_now: Vec<(u32, i8, bool)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, mode, found| {
+            for_each_neighbour_prefetched(l, Neighbours::QuietChildren, chunk.iter().copied(), |p| p, ahead, |p, children| {
+                let mut u = LAST_MOVE_CLOCK as i8;
+                for &qi in children {
+                    // Children are legal positions, whose words are never
+                    // empty; the test only guards against an index outside them.
+                    let q = load(word(qi));
+                    if q.0 != 0 {
+                        u = u.min((q.thr() - 1).max(NONE_YET));
+                    }
                 }
-            }
-            let before = state[p as usize - base].thr();
-            if u > before {
-                state[p as usize - base].set_thr(u);
-                out.record(p, value::loss(n as u16), u, before == NONE_YET);
-                lost_now.push((p, u));
-            }
+                let before = load(word(p)).thr();
+                if u > before {
+                    // Only this thread changes `p`'s word at this step (the
+                    // list has each position once): no atomic change needed.
+                    let _ = mode;
+                    update(word(p), Mode::Alone, |s| {
+                        let mut t = s;
+                        t.set_thr(u);
+                        Some(t)
+                    });
+                    found.push((p, u, before == NONE_YET));
+                }
+            });
         });
+        for &(p, u, first) in &lost_now {
+            out.record(p, value::loss(n as u16), u, first);
+        }
 
-        // Wins at n: one move to a position lost at n - 1.
-        let mut won_now: Vec<(u32, i8)> = Vec::new();
-        let mut raise = |pi: usize, clock: i8, state: &mut [State]| {
-            let p = &mut state[pi - base];
-            if clock > p.thr() {
-                if !p.stamped(win_stamp) {
-                    p.stamp(win_stamp);
-                    won_now.push((pi as u32, p.thr()));
-                }
-                p.set_thr(clock);
-            }
-        };
-        // A predecessor is raised to the loss's clock less one.
+        // Wins at n: one move to a position lost at n - 1. A predecessor is
+        // raised to the loss's clock less one.
         let raised_clock = |u: i8| (u - 1).min(LAST_MOVE_CLOCK as i8);
         if !least.is_empty() {
-            lost.retain(|&(q, u)| raised_clock(u) > least[q as usize - base]);
+            lost.retain(|&(q, u)| raised_clock(u) > least[q as usize - base].load(Ordering::Relaxed));
         }
-        let at = state.as_ptr().wrapping_sub(base);
-        let ahead = |pi: usize| prefetch(at.wrapping_add(pi));
-        for_each_neighbour_prefetched(l, Neighbours::Unmoves, lost.iter().copied(), |(q, _)| q, ahead, |(q, u), preds| {
-            let clock = raised_clock(u);
-            let mut least_clock = i8::MAX;
-            for &pi in preds {
-                if state[pi as usize - base].in_play() {
-                    raise(pi as usize, clock, state);
-                    least_clock = least_clock.min(state[pi as usize - base].thr());
+        let mut won_now: Vec<(u32, i8)> = sharing.chunked(&lost, &mut shared_secs, |chunk, mode, found| {
+            for_each_neighbour_prefetched(l, Neighbours::Unmoves, chunk.iter().copied(), |(q, _)| q, ahead, |(q, u), preds| {
+                let clock = raised_clock(u);
+                let mut least_clock = i8::MAX;
+                for &pi in preds {
+                    let a = word(pi);
+                    if load(a).in_play() {
+                        if let Some(before) = raise(a, mode, clock, win_stamp) {
+                            found.push((pi, before));
+                        }
+                        // Read after the raise: at least `clock`, maybe more
+                        // if another thread raised it too; a lower bound
+                        // of its clock from now on either way.
+                        least_clock = least_clock.min(load(a).thr());
+                    }
                 }
-            }
-            if let Some(slot) = least.get_mut(q as usize - base) {
-                *slot = least_clock;
-            }
+                if let Some(slot) = least.get(q as usize - base) {
+                    slot.store(least_clock, Ordering::Relaxed);
+                }
+            });
         });
         if let Some(v) = win_exits.get_mut(n) {
             for idx in std::mem::take(v) {
-                raise(idx as usize, LAST_MOVE_CLOCK as i8, state);
+                if let Some(before) = raise(word(idx), Mode::Alone, LAST_MOVE_CLOCK as i8, win_stamp) {
+                    won_now.push((idx, before));
+                }
             }
         }
         for &(p, before) in &won_now {
-            out.record(p, value::win(n as u16), state[p as usize - base].thr(), before == NONE_YET);
+            out.record(p, value::win(n as u16), load(word(p)).thr(), before == NONE_YET);
         }
         won = won_now;
-        lost = lost_now;
+        lost = lost_now.into_iter().map(|(p, u, _)| (p, u)).collect();
         n += 1;
     }
     out.close_layer(members);
+    shared_secs
 }

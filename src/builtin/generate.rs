@@ -84,6 +84,9 @@ pub struct PhaseSecs {
     pub dtz: f64,
     /// Solving DTM50 and collecting its segments; DTM is read off it.
     pub dtm50: f64,
+    /// Of `dtm50`, the time its work was shared between threads (after
+    /// DTZ50'' was done).
+    pub dtm50_shared: f64,
     /// Solving DTM the long way, where DTM50 at clock 0 does not give it
     /// (mates beyond 100 plies, wins the 50-move rule draws).
     pub dtm: f64,
@@ -100,6 +103,7 @@ impl std::ops::AddAssign for PhaseSecs {
         self.exits += o.exits;
         self.dtz += o.dtz;
         self.dtm50 += o.dtm50;
+        self.dtm50_shared += o.dtm50_shared;
         self.dtm += o.dtm;
         self.encode += o.encode;
         self.stats += o.stats;
@@ -132,24 +136,39 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// The whole table's values are in memory at the end: for tests and
 /// benchmarks; the store uses [`generate_blocks`].
 pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
-    generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES)
+    generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::AfterDtz)
+}
+
+/// When DTM50's analysis shares its work lists between threads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dtm50Threads {
+    /// Once DTZ50'', solved beside it, is done (and a thread would idle).
+    AfterDtz,
+    /// From its first distance on (in tests: lists of any length, in
+    /// small chunks), and never: tests compare the two.
+    #[cfg_attr(not(test), allow(dead_code))]
+    FromStart,
+    #[cfg_attr(not(test), allow(dead_code))]
+    Never,
 }
 
 /// The longest mate DTM is read off DTM50 for (see [`dtm_read_off`]).
 const DTM_FROM_DTM50_MAX_PLIES: u16 = 100;
 
 /// [`generate`], reading DTM off DTM50 up to `dtm_limit_plies` only (tests
-/// lower it to exercise the full DTM analysis).
+/// lower it to exercise the full DTM analysis), sharing DTM50's work as
+/// `sharing` says.
 fn generate_with(
     l: &Layout,
     lookup: &Lookup,
     with_dtm50: bool,
     cancel: &AtomicBool,
     dtm_limit_plies: u16,
+    sharing: Dtm50Threads,
 ) -> Result<Generated, String> {
     let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
     let mut dtm50 = Vec::new();
-    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, dtm_limit_plies, |base, out| {
+    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, dtm_limit_plies, sharing, |base, out| {
         dtz[base..base + out.dtz.len()].copy_from_slice(&out.dtz);
         dtm[base..base + out.dtm.len()].copy_from_slice(&out.dtm);
         dtm50.extend(out.dtm50.clone().map(|d| (base, d)));
@@ -183,7 +202,7 @@ pub fn generate_blocks(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &A
     let mut tally = Tally::new(with_dtm50);
     let (blocks, legal_positions, secs) = if span == l.size || span.is_multiple_of(format::BLOCK_POSITIONS) {
         let mut by_layer: Vec<Vec<format::Encoded>> = (0..l.size / span).map(|_| Vec::new()).collect();
-        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, |base, out| {
+        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::AfterDtz, |base, out| {
             let (blocks, layer_tally) = rayon::join(
                 || format::encode_blocks(&out.dtz, &out.dtm, out.dtm50.as_ref()),
                 || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
@@ -290,6 +309,7 @@ fn solve_layers(
     with_dtm50: bool,
     cancel: &AtomicBool,
     dtm_limit_plies: u16,
+    sharing: Dtm50Threads,
     mut emit: impl FnMut(usize, &LayerValues),
 ) -> Result<(u64, PhaseSecs), String> {
     let span = l.layer_span();
@@ -358,24 +378,38 @@ fn solve_layers(
             // well before DTM50 (whose work lists and segment log grow to
             // the layer's peak meanwhile).
             let mut exit_dtz = Some(exit_dtz);
-            let (dtz_secs, dtm50_secs) = rayon::join(
+            // DTM50 takes longer: once DTZ50'' is done, it shares its work
+            // between threads rather than leave one idle.
+            let dtm50_sharing = match sharing {
+                Dtm50Threads::AfterDtz => dtm50::Sharing::long_lists(false),
+                Dtm50Threads::Never => dtm50::Sharing::long_lists(false),
+                #[cfg(test)]
+                Dtm50Threads::FromStart => dtm50::Sharing::eager(),
+                #[cfg(not(test))]
+                Dtm50Threads::FromStart => dtm50::Sharing::long_lists(true),
+            };
+            let (dtz_secs, (dtm50_secs, shared_secs)) = rayon::join(
                 || {
                     let start = Instant::now();
                     let exit_dtz = exit_dtz.take().expect("the DTZ50'' exits");
                     solve_propagate(l, &members, base, &exit_dtz[..], &mut dtz, buckets, cancel);
                     drop(exit_dtz);
+                    if sharing == Dtm50Threads::AfterDtz {
+                        dtm50_sharing.on.store(true, Ordering::Relaxed);
+                    }
                     setup_secs + start.elapsed().as_secs_f64()
                 },
                 || {
                     let start = Instant::now();
-                    dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, cancel);
-                    start.elapsed().as_secs_f64()
+                    let shared = dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, &dtm50_sharing, cancel);
+                    (start.elapsed().as_secs_f64(), shared)
                 },
             );
             drop(scratch);
             check(cancel)?;
             secs.dtz += dtz_secs;
             secs.dtm50 += prepare_secs + dtm50_secs;
+            secs.dtm50_shared += shared_secs;
             drop(exit_mate);
             let start = Instant::now();
             // The analysis's scratch words (4 bytes per index of the layer)
@@ -1000,6 +1034,45 @@ mod tests {
         assert!(calls * 20 < all_calls, "{calls} of {all_calls} lookups after a cancel at the first");
     }
 
+    /// DTM50's analysis gives the same segments whether its work lists are
+    /// shared between threads from the start or never: a position's words
+    /// may then be changed by two threads at once. KQvKR is one layer of
+    /// 3.8 million indexes; its captures are looked up in KQvK and KRvK
+    /// generated here, so that mates through a capture give positions
+    /// several segments.
+    #[test]
+    fn dtm50_shared_between_threads_equals_dtm50_solved_by_one() {
+        let never = AtomicBool::new(false);
+        let draws = |_: &Board| Ok(Values::DRAW);
+        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
+        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
+        let captures = |b: &Board| -> Result<Values, String> {
+            // Black's rook alone against the king is White's KRvK with
+            // colours and ranks swapped.
+            let (l, g, sq, turn) = match b.men[..] {
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
+                    (&kq, &q, [wk, bk, x], b.turn)
+                }
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::Black, Role::Rook, x)] => {
+                    (&kr, &r, [bk ^ 56, wk ^ 56, x ^ 56], b.turn.other())
+                }
+                _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
+            };
+            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
+            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+        };
+        let l = layout("KQvKR");
+        let one = generate_with(&l, &captures, true, &never, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::Never).unwrap();
+        let shared = generate_with(&l, &captures, true, &never, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::FromStart).unwrap();
+        assert_eq!(one.secs.dtm50_shared, 0.0);
+        assert!(shared.secs.dtm50_shared > 0.0, "no list was shared");
+        let (a, b) = (one.dtm50.unwrap(), shared.dtm50.unwrap());
+        assert!(a.segments.len() > 10_000, "{} further segments", a.segments.len());
+        assert_eq!(a, b);
+        assert_eq!(one.dtm, shared.dtm);
+        assert_eq!(one.dtz, shared.dtz);
+    }
+
     /// DTM read off DTM50 equals DTM solved on its own, and the analysis
     /// of the positions beyond the limit that takes over where DTM50 is
     /// not enough ([`dtm_beyond`]; forced here by lower limits, 0 leaving
@@ -1035,7 +1108,7 @@ mod tests {
             let longer = alone.dtm.iter().filter(|&&v| decided(v) && value::plies(v) > 9).count();
             assert!(longer > 1000 && longer < all, "{name}: {longer} of {all} beyond 9 plies");
             for limit in [0, 9] {
-                let full = generate_with(&l, lookup, true, &never, limit).unwrap();
+                let full = generate_with(&l, lookup, true, &never, limit, Dtm50Threads::AfterDtz).unwrap();
                 assert_eq!(full.dtm, alone.dtm, "{name}, limit {limit}");
                 assert_eq!(full.dtz, alone.dtz, "{name}, limit {limit}");
                 assert_eq!(full.dtm50, read_off.dtm50, "{name}, limit {limit}");

@@ -230,7 +230,8 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
     println!(
         "{} tables ({} generated), {} legal positions, {} bytes in {}, {:.2} s \
          (tables run in parallel; their own times add up to {:.1} s: exits {:.1} s, then DTZ50'' {:.1} s \
-         beside DTM50 {:.1} s, DTM beyond them {:.1} s, compression {:.1} s, statistics {:.1} s)",
+         beside DTM50 {:.1} s ({:.1} s of it on all threads), DTM beyond them {:.1} s, compression {:.1} s, \
+         statistics {:.1} s)",
         summary.tables,
         summary.generated,
         summary.legal_positions,
@@ -241,6 +242,7 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         summary.phase_secs.exits,
         summary.phase_secs.dtz,
         summary.phase_secs.dtm50,
+        summary.phase_secs.dtm50_shared,
         summary.phase_secs.dtm,
         summary.phase_secs.encode,
         summary.phase_secs.stats

@@ -953,6 +953,7 @@ impl Inner {
             exits_secs = phase_secs.exits,
             dtz_secs = phase_secs.dtz,
             dtm50_secs = phase_secs.dtm50,
+            dtm50_shared_secs = phase_secs.dtm50_shared,
             dtm_secs = phase_secs.dtm,
             encode_secs = phase_secs.encode,
             "generated built-in table"
