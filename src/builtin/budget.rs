@@ -169,6 +169,41 @@ pub fn available_memory(cap_bytes: Option<u64>, reserved_bytes: u64) -> Option<R
     Room::least(system.chain(cap))
 }
 
+/// Memory the system has free now (the least of the memory cgroup's room
+/// and `MemAvailable`), for the check a generation makes as it goes: its
+/// estimate is checked before it starts, but DTM50's change points are
+/// not in the estimate (see [`dtm50_memory_check`]).
+pub fn system_memory_room() -> Option<Room> {
+    Room::least([cgroup_memory_room(), mem_available()].into_iter().flatten())
+}
+
+/// Bytes the end of a layer's DTM50 analysis adds per further segment
+/// found: 4 in the table's data beside the log's 8, and up to 8 in its
+/// index of positions with more than one segment.
+pub const DTM50_FINISH_BYTES_PER_SEGMENT: u64 = 12;
+
+/// Memory kept free beside a generation's projected needs.
+pub const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
+
+/// The check a generation makes after each distance of DTM50's analysis,
+/// `further_segments` found so far: an error, naming the room, once the
+/// memory the end of the layer will add no longer fits in what the system
+/// has free. KBNNvK has 406 million further segments (6.3 GiB at its peak,
+/// where the estimate says 2.1): without this a store with less memory
+/// free would be killed for lack of memory instead of failing the table.
+pub fn dtm50_memory_check(further_segments: usize) -> Result<(), String> {
+    let needed = further_segments as u64 * DTM50_FINISH_BYTES_PER_SEGMENT + GENERATION_MEMORY_MARGIN_BYTES;
+    match system_memory_room() {
+        Some(room) if room.bytes < needed => Err(format!(
+            "out of memory: DTM50 has {further_segments} change points so far, which need {} MiB more              to finish the layer, and {} has {} MiB",
+            needed / MIB,
+            room.limited_by,
+            room.bytes / MIB
+        )),
+        _ => Ok(()),
+    }
+}
+
 /// Disk the table directory may still take: the free space of its
 /// filesystem (for an unprivileged user), and `cap` less the bytes of the
 /// table files already there.
@@ -339,6 +374,17 @@ mod tests {
             tightest = tightest.min(e.disk_bytes as f64 / file_bytes as f64);
         }
         assert!(tightest <= 2.0, "the estimate is more than twice every file measured: {tightest:.2}x");
+    }
+
+    /// The store's memory check lets a few change points through on any
+    /// machine that runs the tests, and refuses more than memory can hold.
+    #[test]
+    fn the_dtm50_memory_check_refuses_what_memory_cannot_hold() {
+        assert_eq!(dtm50_memory_check(1000), Ok(()));
+        if system_memory_room().is_some() {
+            let e = dtm50_memory_check(1 << 45).unwrap_err();
+            assert!(e.starts_with("out of memory: DTM50 has 35184372088832 change points"), "{e}");
+        }
     }
 
     #[test]

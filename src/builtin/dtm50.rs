@@ -124,6 +124,11 @@ impl Builder {
         }
     }
 
+    /// Segments found so far beyond each position's first.
+    pub fn further_segments(&self) -> usize {
+        self.more.len()
+    }
+
     /// The layer's segments, in position order, by index less `base`.
     /// `spare` is how many log entries' worth of memory was freed before
     /// (the working memory of the analysis): a log up to that many is
@@ -421,6 +426,10 @@ fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
     (!before.stamped(stamp)).then(|| before.thr())
 }
 
+/// Whether the memory the analysis will need fits, given the further
+/// segments found so far (see [`super::budget::dtm50_memory_check`]).
+pub type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
+
 /// When a distance's work lists are shared between threads: once `on` is
 /// set, those of at least `min_len` entries, in chunks of `chunk`.
 pub struct Sharing {
@@ -544,15 +553,18 @@ pub fn prepare_layer<'a>(
 /// unfinished, once `cancel` is set. Once `sharing` is on (set when
 /// nothing else runs beside it), each distance's long lists of un-moves and
 /// loss tests are shared between threads (see [`Mode`]); what they find is
-/// recorded in one thread. Returns the seconds spent on shared lists.
+/// recorded in one thread. Returns the seconds spent on shared lists, or
+/// the error `memory` gives (called after each distance with the further
+/// segments found so far).
 pub fn solve_layer(
     l: &Layout,
     prepared: Prepared,
     scratch: &mut Scratch,
     out: &mut Builder,
     sharing: &Sharing,
+    memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
-) -> f64 {
+) -> Result<f64, String> {
     let Prepared { members, base, exit, mut win_exits, mut loss_exits, mated } = prepared;
     // SAFETY: `State` is a transparent `u32`, which has the size, alignment
     // and bit validity of `AtomicU32` (and `i8` those of `AtomicI8`); the
@@ -581,8 +593,9 @@ pub fn solve_layer(
     let (mut pairs_scratch, mut index_scratch) = (Vec::new(), Vec::new());
     while !lost.is_empty() || !won.is_empty() || n < win_exits.len() || n < loss_exits.len() {
         if cancel.load(Ordering::Relaxed) {
-            return shared_secs;
+            return Ok(shared_secs);
         }
+        memory(out.further_segments())?;
         assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
         // A won position may be queued for the loss test too (and found not
         // lost): the two queues of a distance need their own stamps.
@@ -702,5 +715,5 @@ pub fn solve_layer(
         n += 1;
     }
     out.close_layer(members);
-    shared_secs
+    Ok(shared_secs)
 }

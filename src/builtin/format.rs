@@ -50,7 +50,7 @@ const BASE_METRICS: u32 = METRIC_DTZ | METRIC_DTM;
 pub const EXTENSION: &str = "tbsb";
 
 /// Positions per block: a cold probe decodes one block of all metrics
-/// (64 KiB decoded, in about 75 µs on a loaded 2-core machine). Blocks
+/// (64 KiB decoded, in about 100 µs on the 2-core development machine). Blocks
 /// twice as large take 3% less disk, but each takes twice the cache and
 /// twice the time to decode.
 pub const BLOCK_POSITIONS: usize = 8192;

@@ -17,7 +17,7 @@ use std::time::Instant;
 use arrayvec::ArrayVec;
 use shakmaty::Role;
 
-use super::dtm50::{self, Dtm50Data};
+use super::dtm50::{self, Dtm50Data, MemoryCheck};
 use super::index::{Layout, NONE, Pos};
 use super::format;
 use super::stats::Tally;
@@ -136,7 +136,24 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// The whole table's values are in memory at the end: for tests and
 /// benchmarks; the store uses [`generate_blocks`].
 pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
-    generate_with(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::AfterDtz)
+    generate_with(l, lookup, with_dtm50, cancel, Options::STANDARD)
+}
+
+/// How [`solve_layers`] goes about its work.
+#[derive(Clone, Copy)]
+struct Options<'a> {
+    /// The longest mate DTM is read off DTM50 for (tests lower it to
+    /// exercise the full DTM analysis).
+    dtm_limit_plies: u16,
+    sharing: Dtm50Threads,
+    /// Called after each distance of DTM50's analysis: an error stops the
+    /// generation.
+    memory: &'a MemoryCheck<'a>,
+}
+
+impl Options<'_> {
+    const STANDARD: Options<'static> =
+        Options { dtm_limit_plies: DTM_FROM_DTM50_MAX_PLIES, sharing: Dtm50Threads::AfterDtz, memory: &|_| Ok(()) };
 }
 
 /// When DTM50's analysis shares its work lists between threads.
@@ -155,20 +172,11 @@ enum Dtm50Threads {
 /// The longest mate DTM is read off DTM50 for (see [`dtm_read_off`]).
 const DTM_FROM_DTM50_MAX_PLIES: u16 = 100;
 
-/// [`generate`], reading DTM off DTM50 up to `dtm_limit_plies` only (tests
-/// lower it to exercise the full DTM analysis), sharing DTM50's work as
-/// `sharing` says.
-fn generate_with(
-    l: &Layout,
-    lookup: &Lookup,
-    with_dtm50: bool,
-    cancel: &AtomicBool,
-    dtm_limit_plies: u16,
-    sharing: Dtm50Threads,
-) -> Result<Generated, String> {
+/// [`generate`] with other [`Options`].
+fn generate_with(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool, options: Options) -> Result<Generated, String> {
     let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
     let mut dtm50 = Vec::new();
-    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, dtm_limit_plies, sharing, |base, out| {
+    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
         dtz[base..base + out.dtz.len()].copy_from_slice(&out.dtz);
         dtm[base..base + out.dtm.len()].copy_from_slice(&out.dtm);
         dtm50.extend(out.dtm50.clone().map(|d| (base, d)));
@@ -197,12 +205,22 @@ pub struct GeneratedBlocks {
 /// those of the whole table's values: layers start on block boundaries
 /// (for tables whose layers do not, all small, the values are collected
 /// whole first).
-pub fn generate_blocks(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<GeneratedBlocks, String> {
+/// `memory` is called after each distance of DTM50's analysis with the
+/// further segments found so far in the layer; its error stops the
+/// generation (see [`super::budget::dtm50_memory_check`]).
+pub fn generate_blocks(
+    l: &Layout,
+    lookup: &Lookup,
+    with_dtm50: bool,
+    memory: &MemoryCheck<'_>,
+    cancel: &AtomicBool,
+) -> Result<GeneratedBlocks, String> {
     let span = l.layer_span();
     let mut tally = Tally::new(with_dtm50);
     let (blocks, legal_positions, secs) = if span == l.size || span.is_multiple_of(format::BLOCK_POSITIONS) {
         let mut by_layer: Vec<Vec<format::Encoded>> = (0..l.size / span).map(|_| Vec::new()).collect();
-        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::AfterDtz, |base, out| {
+        let options = Options { memory, ..Options::STANDARD };
+        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
             let (blocks, layer_tally) = rayon::join(
                 || format::encode_blocks(&out.dtz, &out.dtm, out.dtm50.as_ref()),
                 || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
@@ -308,10 +326,10 @@ fn solve_layers(
     lookup: &Lookup,
     with_dtm50: bool,
     cancel: &AtomicBool,
-    dtm_limit_plies: u16,
-    sharing: Dtm50Threads,
+    options: Options,
     mut emit: impl FnMut(usize, &LayerValues),
 ) -> Result<(u64, PhaseSecs), String> {
+    let Options { dtm_limit_plies, sharing, memory } = options;
     let span = l.layer_span();
     let order = l.layer_order();
     let last_reader = last_readers(l, &order);
@@ -401,12 +419,13 @@ fn solve_layers(
                 },
                 || {
                     let start = Instant::now();
-                    let shared = dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, &dtm50_sharing, cancel);
+                    let shared = dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, &dtm50_sharing, memory, cancel);
                     (start.elapsed().as_secs_f64(), shared)
                 },
             );
             drop(scratch);
             check(cancel)?;
+            let shared_secs = shared_secs?;
             secs.dtz += dtz_secs;
             secs.dtm50 += prepare_secs + dtm50_secs;
             secs.dtm50_shared += shared_secs;
@@ -1062,8 +1081,8 @@ mod tests {
             Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
         };
         let l = layout("KQvKR");
-        let one = generate_with(&l, &captures, true, &never, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::Never).unwrap();
-        let shared = generate_with(&l, &captures, true, &never, DTM_FROM_DTM50_MAX_PLIES, Dtm50Threads::FromStart).unwrap();
+        let one = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::Never, ..Options::STANDARD }).unwrap();
+        let shared = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::FromStart, ..Options::STANDARD }).unwrap();
         assert_eq!(one.secs.dtm50_shared, 0.0);
         assert!(shared.secs.dtm50_shared > 0.0, "no list was shared");
         let (a, b) = (one.dtm50.unwrap(), shared.dtm50.unwrap());
@@ -1071,6 +1090,45 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(one.dtm, shared.dtm);
         assert_eq!(one.dtz, shared.dtz);
+    }
+
+    /// The memory check stops a generation whose DTM50 change points
+    /// outgrow what it allows, with its error, in the middle of the layer:
+    /// KQvKR (captures looked up as above) has 1.47 million further
+    /// segments, the check allows 100,000.
+    #[test]
+    fn a_memory_check_stops_dtm50_that_outgrows_it() {
+        use std::sync::atomic::AtomicUsize;
+        let never = AtomicBool::new(false);
+        let draws = |_: &Board| Ok(Values::DRAW);
+        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
+        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
+        let captures = |b: &Board| -> Result<Values, String> {
+            let (l, g, sq, turn) = match b.men[..] {
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
+                    (&kq, &q, [wk, bk, x], b.turn)
+                }
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::Black, Role::Rook, x)] => {
+                    (&kr, &r, [bk ^ 56, wk ^ 56, x ^ 56], b.turn.other())
+                }
+                _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
+            };
+            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
+            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+        };
+        let (largest, calls) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let memory = |further: usize| {
+            calls.fetch_add(1, Ordering::Relaxed);
+            largest.fetch_max(further, Ordering::Relaxed);
+            if further > 100_000 { Err(format!("out of memory at {further}")) } else { Ok(()) }
+        };
+        let l = layout("KQvKR");
+        let result = generate_with(&l, &captures, true, &never, Options { memory: &memory, ..Options::STANDARD });
+        let err = result.map(|g| g.legal_positions).unwrap_err();
+        assert!(err.starts_with("out of memory at "), "{err}");
+        let seen = largest.load(Ordering::Relaxed);
+        assert!(seen > 100_000 && seen < 1_000_000, "stopped at {seen} of 1.47 million");
+        assert!(calls.load(Ordering::Relaxed) > 2);
     }
 
     /// DTM read off DTM50 equals DTM solved on its own, and the analysis
@@ -1108,7 +1166,7 @@ mod tests {
             let longer = alone.dtm.iter().filter(|&&v| decided(v) && value::plies(v) > 9).count();
             assert!(longer > 1000 && longer < all, "{name}: {longer} of {all} beyond 9 plies");
             for limit in [0, 9] {
-                let full = generate_with(&l, lookup, true, &never, limit, Dtm50Threads::AfterDtz).unwrap();
+                let full = generate_with(&l, lookup, true, &never, Options { dtm_limit_plies: limit, ..Options::STANDARD }).unwrap();
                 assert_eq!(full.dtm, alone.dtm, "{name}, limit {limit}");
                 assert_eq!(full.dtz, alone.dtz, "{name}, limit {limit}");
                 assert_eq!(full.dtm50, read_off.dtm50, "{name}, limit {limit}");

@@ -890,7 +890,7 @@ impl Inner {
         self.check_budget(&[material], reserved).map_err(Unavailable::Refused)?;
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
-        let g = generate_blocks(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &self.cancelled)
+        let g = generate_blocks(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, &budget::dtm50_memory_check, &self.cancelled)
             .map_err(Unavailable::Failed)?;
         let (phase_secs, tally) = (g.secs, g.tally);
         let secs = start.elapsed().as_secs_f64();
