@@ -1053,6 +1053,43 @@ mod tests {
         assert!(calls * 20 < all_calls, "{calls} of {all_calls} lookups after a cancel at the first");
     }
 
+    /// KQvK and KRvK generated here (their captures leave bare kings), for
+    /// the captures of KQvKR.
+    struct KqkrSubtables {
+        kq: (Layout, Generated),
+        kr: (Layout, Generated),
+    }
+
+    impl KqkrSubtables {
+        fn new() -> KqkrSubtables {
+            let never = AtomicBool::new(false);
+            let draws = |_: &Board| Ok(Values::DRAW);
+            let solved = |name: &str| {
+                let l = layout(name);
+                let g = generate(&l, &draws, true, &never).unwrap();
+                (l, g)
+            };
+            KqkrSubtables { kq: solved("KQvK"), kr: solved("KRvK") }
+        }
+
+        /// The values after a capture in KQvKR.
+        fn capture(&self, b: &Board) -> Result<Values, String> {
+            // Black's rook alone against the king is White's KRvK with
+            // colours and ranks swapped.
+            let ((l, g), sq, turn) = match b.men[..] {
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
+                    (&self.kq, [wk, bk, x], b.turn)
+                }
+                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::Black, Role::Rook, x)] => {
+                    (&self.kr, [bk ^ 56, wk ^ 56, x ^ 56], b.turn.other())
+                }
+                _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
+            };
+            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
+            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+        }
+    }
+
     /// DTM50's analysis gives the same segments whether its work lists are
     /// shared between threads from the start or never: a position's words
     /// may then be changed by two threads at once. KQvKR is one layer of
@@ -1062,24 +1099,8 @@ mod tests {
     #[test]
     fn dtm50_shared_between_threads_equals_dtm50_solved_by_one() {
         let never = AtomicBool::new(false);
-        let draws = |_: &Board| Ok(Values::DRAW);
-        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
-        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
-        let captures = |b: &Board| -> Result<Values, String> {
-            // Black's rook alone against the king is White's KRvK with
-            // colours and ranks swapped.
-            let (l, g, sq, turn) = match b.men[..] {
-                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
-                    (&kq, &q, [wk, bk, x], b.turn)
-                }
-                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::Black, Role::Rook, x)] => {
-                    (&kr, &r, [bk ^ 56, wk ^ 56, x ^ 56], b.turn.other())
-                }
-                _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
-            };
-            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
-            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
-        };
+        let subtables = KqkrSubtables::new();
+        let captures = |b: &Board| subtables.capture(b);
         let l = layout("KQvKR");
         let one = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::Never, ..Options::STANDARD }).unwrap();
         let shared = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::FromStart, ..Options::STANDARD }).unwrap();
@@ -1100,22 +1121,8 @@ mod tests {
     fn a_memory_check_stops_dtm50_that_outgrows_it() {
         use std::sync::atomic::AtomicUsize;
         let never = AtomicBool::new(false);
-        let draws = |_: &Board| Ok(Values::DRAW);
-        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
-        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
-        let captures = |b: &Board| -> Result<Values, String> {
-            let (l, g, sq, turn) = match b.men[..] {
-                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
-                    (&kq, &q, [wk, bk, x], b.turn)
-                }
-                [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::Black, Role::Rook, x)] => {
-                    (&kr, &r, [bk ^ 56, wk ^ 56, x ^ 56], b.turn.other())
-                }
-                _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
-            };
-            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
-            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
-        };
+        let subtables = KqkrSubtables::new();
+        let captures = |b: &Board| subtables.capture(b);
         let (largest, calls) = (AtomicUsize::new(0), AtomicUsize::new(0));
         let memory = |further: usize| {
             calls.fetch_add(1, Ordering::Relaxed);
