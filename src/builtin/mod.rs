@@ -44,7 +44,10 @@ pub struct Summary {
     pub tables: usize,
     pub generated: usize,
     pub legal_positions: u64,
+    /// File bytes of the tables listed (generated now or found).
     pub bytes: u64,
+    /// Of `bytes`, those of the tables generated now.
+    pub generated_bytes: u64,
     pub secs: f64,
     /// Generation time summed over the tables generated (CPU-side: tables
     /// of one stage run in parallel), and where it went.
@@ -81,6 +84,9 @@ pub fn generate_in(store: &Store, materials: &[Material], progress: &(dyn Fn(&Ta
             summary.phase_secs += t.phase_secs.unwrap_or_default();
             summary.legal_positions += t.legal_positions;
             summary.bytes += t.file_size();
+            if t.generated_secs.is_some() {
+                summary.generated_bytes += t.file_size();
+            }
         }
     }
     summary.secs = start.elapsed().as_secs_f64();
@@ -228,7 +234,7 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         )));
     }
     println!(
-        "{} tables ({} generated), {} legal positions, {} bytes in {}, {:.2} s \
+        "{} tables ({} generated), {} legal positions, {} bytes ({} of them generated now) in {}, {:.2} s \
          (tables run in parallel; their own times add up to {:.1} s: exits {:.1} s, then DTZ50'' {:.1} s \
          beside DTM50 {:.1} s ({:.1} s of it on all threads), DTM beyond them {:.1} s, compression {:.1} s, \
          statistics {:.1} s)",
@@ -236,6 +242,7 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         summary.generated,
         summary.legal_positions,
         summary.bytes,
+        summary.generated_bytes,
         out.display(),
         summary.secs,
         summary.table_secs,
