@@ -190,7 +190,7 @@ mod tests {
     use super::*;
 
     fn block(n: usize) -> DecodedBlock {
-        DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None }
+        DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None, more_rank: Vec::new() }
     }
 
     /// Many threads asking for the same blocks at once, none decoded yet:

@@ -34,7 +34,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use rayon::prelude::*;
 
 use super::{
-    dtm50::{Dtm50Data, LAST_MOVE_CLOCK, MORE, Segment},
+    dtm50::{Dtm50Data, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
     value::UNKNOWN,
     material::Material,
 };
@@ -129,15 +129,64 @@ pub struct DecodedBlock {
     /// DTM50 of the block, by position in the block; `None` in a table
     /// without DTM50.
     pub dtm50: Option<Dtm50Data>,
+    /// Per 64 positions of the block, how many before them have further
+    /// DTM50 segments: a probe finds a position's among them by counting
+    /// at most 63 words rather than by a binary search of the block's.
+    pub more_rank: Vec<u16>,
+}
+
+/// A block's DTM50 with its [`DecodedBlock::more_rank`].
+struct Ranked<'a> {
+    d: &'a Dtm50Data,
+    rank: &'a [u16],
+}
+
+impl Dtm50View for Ranked<'_> {
+    fn inline(&self, idx: u32) -> u32 {
+        self.d.inline[idx as usize]
+    }
+    fn overflow_len(&self) -> usize {
+        self.d.overflow_index.len()
+    }
+    fn overflow_index(&self, k: usize) -> u32 {
+        self.d.overflow_index[k]
+    }
+    fn overflow_start(&self, k: usize) -> u32 {
+        self.d.overflow_start[k]
+    }
+    fn segment(&self, s: usize) -> u32 {
+        self.d.segments[s]
+    }
+    #[inline]
+    fn overflow_slot(&self, idx: u32) -> usize {
+        let j = idx as usize;
+        let before = self.d.inline[j & !63..j].iter().map(|&w| (w >> 31) as usize).sum::<usize>();
+        debug_assert_eq!(MORE, 1 << 31);
+        self.rank[j / 64] as usize + before
+    }
 }
 
 impl DecodedBlock {
+    /// DTM50 at `clock` (0..=99) of position `j` of the block; `None` in a
+    /// table without DTM50.
+    #[inline]
+    pub fn dtm50_at_clock(&self, j: u32, clock: u32) -> Option<u16> {
+        self.dtm50.as_ref().map(|d| Ranked { d, rank: &self.more_rank }.at_clock(j, clock))
+    }
+
+    /// Appends every DTM50 segment of position `j` to `out`, in clock order.
+    pub fn dtm50_segments_into(&self, j: u32, out: &mut Vec<Segment>) {
+        if let Some(d) = &self.dtm50 {
+            Ranked { d, rank: &self.more_rank }.segments_into(j, out);
+        }
+    }
+
     /// Memory it holds, for the cache's weight.
     pub fn bytes(&self) -> usize {
         let d = self.dtm50.as_ref().map_or(0, |d| {
             4 * (d.inline.len() + d.overflow_index.len() + d.overflow_start.len() + d.segments.len())
         });
-        2 * (self.dtz.len() + self.dtm.len()) + d + std::mem::size_of::<Self>()
+        2 * (self.dtz.len() + self.dtm.len() + self.more_rank.len()) + d + std::mem::size_of::<Self>()
     }
 }
 
@@ -397,7 +446,16 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
     } else {
         None
     };
-    Ok(DecodedBlock { dtz, dtm, dtm50 })
+    let more_rank = dtm50.as_ref().map_or_else(Vec::new, |d| {
+        let mut rank = Vec::with_capacity(n.div_ceil(64));
+        let mut count = 0u16;
+        for chunk in d.inline.chunks(64) {
+            rank.push(count);
+            count += chunk.iter().filter(|&&w| w & MORE != 0).count() as u16;
+        }
+        rank
+    });
+    Ok(DecodedBlock { dtz, dtm, dtm50, more_rank })
 }
 
 /// Bytes of the header and block index of a table of `positions` index
@@ -560,4 +618,61 @@ pub fn v3_bytes(positions: usize, dtm50: Option<&Dtm50Data>) -> [u64; 3] {
         4 * n + 16 + 4 * k + 4 * (k + 1) + 4 * s
     });
     [HEADER_LEN as u64 + 2 * n, 2 * n, dtm50]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::builtin::{dtm50::Dtm50View, value};
+
+    /// A decoded block finds each position's further DTM50 segments by its
+    /// rank table, and answers every clock as the data it was written from
+    /// (found by a binary search): two blocks of made-up values, two thirds
+    /// of the positions with one to four further segments.
+    #[test]
+    fn decoded_dtm50_answers_every_clock_as_written() {
+        let n = BLOCK_POSITIONS + 1000;
+        let (mut dtz, mut dtm) = (Vec::with_capacity(n), Vec::with_capacity(n));
+        let mut d = Dtm50Data::default();
+        for j in 0..n {
+            let plies = 1 + (j % 50) as u16;
+            dtz.push(value::win(plies));
+            dtm.push(value::win(plies + 2 * (j % 3) as u16));
+            let mut clock = (j % 40) as u8;
+            let first = Segment { value: dtm[j], max_clock: clock };
+            let further = if j % 3 == 0 { 0 } else { 1 + j % 4 };
+            if further == 0 {
+                d.inline.push(first.pack());
+                continue;
+            }
+            d.inline.push(first.pack() | MORE);
+            d.overflow_index.push(j as u32);
+            d.overflow_start.push(d.segments.len() as u32);
+            for i in 1..=further {
+                clock = (clock + 5 + i as u8).min(LAST_MOVE_CLOCK);
+                d.segments.push(Segment { value: value::win(value::plies(dtm[j]) + 2 * i as u16), max_clock: clock }.pack());
+            }
+        }
+        d.overflow_start.push(d.segments.len() as u32);
+        let material = Material::parse("KQvK").unwrap();
+        let bytes = encode(&material, &dtz, &dtm, Some(&d), n as u64);
+        let (_, blocks) = validate_layout(&bytes, &material, n).unwrap();
+        let (mut checked, mut further_checked) = (0, 0);
+        for b in 0..blocks.entries.len() {
+            let block = decode_block(&bytes, &blocks, b).unwrap();
+            for (j, idx) in blocks.range(b).enumerate() {
+                let (mut got, mut want) = (Vec::new(), Vec::new());
+                block.dtm50_segments_into(j as u32, &mut got);
+                d.segments_into(idx as u32, &mut want);
+                assert_eq!(got, want, "index {idx}");
+                further_checked += want.len().saturating_sub(1);
+                for clock in 0..=LAST_MOVE_CLOCK as u32 {
+                    assert_eq!(block.dtm50_at_clock(j as u32, clock), Some(d.at_clock(idx as u32, clock)), "index {idx}, clock {clock}");
+                    checked += 1;
+                }
+            }
+        }
+        assert_eq!(checked, n * 100);
+        assert!(further_checked > n, "{further_checked} further segments");
+    }
 }

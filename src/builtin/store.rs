@@ -19,7 +19,7 @@ use tokio::sync::watch;
 use super::{
     budget::{self, Caps, Refusal},
     cache::{BlockCache, BlockKey, CacheCounts, DEFAULT_CACHE_MIB},
-    dtm50::{self, Dtm50View},
+    dtm50,
     format::{self, Blocks, DecodedBlock},
     generate::{Board, PhaseSecs, Values, generate_blocks},
     index::{Layout, MAX_MEN, NONE, Pos},
@@ -103,7 +103,7 @@ impl Table {
     #[inline]
     pub fn try_values(&self, idx: u32) -> Result<Values, String> {
         let (b, j) = self.block(idx)?;
-        let dtm50 = b.dtm50.as_ref().map_or(value::UNKNOWN, |d| d.at_clock(j, 0));
+        let dtm50 = b.dtm50_at_clock(j, 0).unwrap_or(value::UNKNOWN);
         Ok(Values { dtz: b.dtz[j as usize], dtm: b.dtm[j as usize], dtm50 })
     }
 
@@ -111,15 +111,13 @@ impl Table {
     /// without DTM50.
     pub fn try_at_clock(&self, idx: u32, clock: u32) -> Result<Option<u16>, String> {
         let (b, j) = self.block(idx)?;
-        Ok(b.dtm50.as_ref().map(|d| d.at_clock(j, clock)))
+        Ok(b.dtm50_at_clock(j, clock))
     }
 
     /// Appends every DTM50 segment of `idx` to `out`, in clock order.
     pub fn try_segments_into(&self, idx: u32, out: &mut Vec<dtm50::Segment>) -> Result<(), String> {
         let (b, j) = self.block(idx)?;
-        if let Some(d) = &b.dtm50 {
-            d.segments_into(j, out);
-        }
+        b.dtm50_segments_into(j, out);
         Ok(())
     }
 
