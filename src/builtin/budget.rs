@@ -195,7 +195,7 @@ pub fn dtm50_memory_check(further_segments: usize) -> Result<(), String> {
     let needed = further_segments as u64 * DTM50_FINISH_BYTES_PER_SEGMENT + GENERATION_MEMORY_MARGIN_BYTES;
     match system_memory_room() {
         Some(room) if room.bytes < needed => Err(format!(
-            "out of memory: DTM50 has {further_segments} change points so far, which need {} MiB more              to finish the layer, and {} has {} MiB",
+            "out of memory: DTM50 has {further_segments} change points so far, which need {} MiB more to finish the layer, and {} has {} MiB",
             needed / MIB,
             room.limited_by,
             room.bytes / MIB

@@ -644,7 +644,9 @@ pub fn solve_layer(
         // another's child (those are won), so the tests are independent.
         recompute.retain(|&p| may_be_lost(p, n));
         radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
-        let lost_now: Vec<(u32, i8, bool)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, mode, found| {
+        // Only its own test changes a position's word here (the list has
+        // each position once): plain stores, whether shared or not.
+        let lost_now: Vec<(u32, i8, bool)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, _mode, found| {
             for_each_neighbour_prefetched(l, Neighbours::QuietChildren, chunk.iter().copied(), |p| p, ahead, |p, children| {
                 let mut u = LAST_MOVE_CLOCK as i8;
                 for &qi in children {
@@ -655,17 +657,12 @@ pub fn solve_layer(
                         u = u.min((q.thr() - 1).max(NONE_YET));
                     }
                 }
-                let before = load(word(p)).thr();
-                if u > before {
-                    // Only this thread changes `p`'s word at this step (the
-                    // list has each position once): no atomic change needed.
-                    let _ = mode;
-                    update(word(p), Mode::Alone, |s| {
-                        let mut t = s;
-                        t.set_thr(u);
-                        Some(t)
-                    });
-                    found.push((p, u, before == NONE_YET));
+                let w = load(word(p));
+                if u > w.thr() {
+                    let mut t = w;
+                    t.set_thr(u);
+                    word(p).store(t.0, Ordering::Relaxed);
+                    found.push((p, u, w.thr() == NONE_YET));
                 }
             });
         });

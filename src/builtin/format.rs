@@ -160,10 +160,14 @@ impl Dtm50View for Ranked<'_> {
     #[inline]
     fn overflow_slot(&self, idx: u32) -> usize {
         let j = idx as usize;
-        let before = self.d.inline[j & !63..j].iter().map(|&w| (w >> 31) as usize).sum::<usize>();
-        debug_assert_eq!(MORE, 1 << 31);
-        self.rank[j / 64] as usize + before
+        self.rank[j / 64] as usize + count_more(&self.d.inline[j & !63..j])
     }
+}
+
+/// How many of these inline words have further segments.
+#[inline]
+fn count_more(inline: &[u32]) -> usize {
+    inline.iter().map(|&w| (w & MORE != 0) as usize).sum()
 }
 
 impl DecodedBlock {
@@ -451,7 +455,7 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         let mut count = 0u16;
         for chunk in d.inline.chunks(64) {
             rank.push(count);
-            count += chunk.iter().filter(|&&w| w & MORE != 0).count() as u16;
+            count += count_more(chunk) as u16;
         }
         rank
     });

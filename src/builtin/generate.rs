@@ -161,11 +161,11 @@ impl Options<'_> {
 enum Dtm50Threads {
     /// Once DTZ50'', solved beside it, is done (and a thread would idle).
     AfterDtz,
-    /// From its first distance on (in tests: lists of any length, in
-    /// small chunks), and never: tests compare the two.
-    #[cfg_attr(not(test), allow(dead_code))]
+    /// From its first distance on, lists of any length in small chunks,
+    /// and never: tests compare the two.
+    #[cfg(test)]
     FromStart,
-    #[cfg_attr(not(test), allow(dead_code))]
+    #[cfg(test)]
     Never,
 }
 
@@ -400,11 +400,10 @@ fn solve_layers(
             // between threads rather than leave one idle.
             let dtm50_sharing = match sharing {
                 Dtm50Threads::AfterDtz => dtm50::Sharing::long_lists(false),
+                #[cfg(test)]
                 Dtm50Threads::Never => dtm50::Sharing::long_lists(false),
                 #[cfg(test)]
                 Dtm50Threads::FromStart => dtm50::Sharing::eager(),
-                #[cfg(not(test))]
-                Dtm50Threads::FromStart => dtm50::Sharing::long_lists(true),
             };
             let (dtz_secs, (dtm50_secs, shared_secs)) = rayon::join(
                 || {
@@ -1054,7 +1053,7 @@ mod tests {
     }
 
     /// KQvK and KRvK generated here (their captures leave bare kings), for
-    /// the captures of KQvKR.
+    /// the lookups of tables that capture or promote into them.
     struct KqkrSubtables {
         kq: (Layout, Generated),
         kr: (Layout, Generated),
@@ -1072,11 +1071,19 @@ mod tests {
             KqkrSubtables { kq: solved("KQvK"), kr: solved("KRvK") }
         }
 
+        /// The values of `table`'s position with White's king, Black's king
+        /// and White's piece on `sq`.
+        fn at(table: &(Layout, Generated), sq: [u8; 3], turn: Color) -> Values {
+            let (l, g) = table;
+            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
+            Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) }
+        }
+
         /// The values after a capture in KQvKR.
         fn capture(&self, b: &Board) -> Result<Values, String> {
             // Black's rook alone against the king is White's KRvK with
             // colours and ranks swapped.
-            let ((l, g), sq, turn) = match b.men[..] {
+            let (table, sq, turn) = match b.men[..] {
                 [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
                     (&self.kq, [wk, bk, x], b.turn)
                 }
@@ -1085,8 +1092,7 @@ mod tests {
                 }
                 _ => panic!("a capture in KQvKR leaves KQvK or KvKR"),
             };
-            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
-            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+            Ok(Self::at(table, sq, turn))
         }
     }
 
@@ -1150,17 +1156,15 @@ mod tests {
     fn dtm_read_off_dtm50_equals_dtm_solved_on_its_own() {
         let never = AtomicBool::new(false);
         let draws = |_: &Board| Ok(Values::DRAW);
-        let (kq, kr) = (layout("KQvK"), layout("KRvK"));
-        let (q, r) = (generate(&kq, &draws, true, &never).unwrap(), generate(&kr, &draws, true, &never).unwrap());
+        let subtables = KqkrSubtables::new();
         let promotions = |b: &Board| -> Result<Values, String> {
-            let (l, g) = match b.men.iter().map(|m| m.1).collect::<Vec<_>>()[..] {
-                [_, _, Role::Queen] => (&kq, &q),
-                [_, _, Role::Rook] => (&kr, &r),
+            let table = match b.men.iter().map(|m| m.1).collect::<Vec<_>>()[..] {
+                [_, _, Role::Queen] => &subtables.kq,
+                [_, _, Role::Rook] => &subtables.kr,
                 _ => return Ok(Values::DRAW),
             };
             assert!(b.men.iter().map(|m| m.0).eq([Color::White, Color::Black, Color::White]));
-            let i = l.index(&Pos { sq: [b.men[0].2, b.men[1].2, b.men[2].2, NONE, NONE], turn: b.turn });
-            Ok(Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) })
+            Ok(KqkrSubtables::at(table, [b.men[0].2, b.men[1].2, b.men[2].2], b.turn))
         };
         for (name, lookup) in [("KRvK", &draws as &Lookup), ("KQvK", &draws), ("KPvK", &promotions)] {
             let l = layout(name);
