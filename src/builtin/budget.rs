@@ -32,18 +32,22 @@ const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 /// 2 with one pawn), and per index position of the table (its compressed
 /// blocks, kept until the file is written).
 ///
-/// With DTM50 a layer takes 13 bytes per index position in arrays (DTZ50''
-/// 2, DTM50's first segments 4, the best exits by DTZ50'' and DTM50 1 + 2,
-/// DTM50's state 4), plus the analyses' work lists and DTM50's further
-/// segments, which depend on how the values fall: fitted as an upper
-/// bound, above the peak anonymous memory of every table measured
-/// (docs/builtin-generation.md; the densest, KRRvKR, takes 17.0 bytes per
-/// index position). A kept layer holds DTZ50'', DTM and DTM50 at clock 0
-/// (6 bytes; 7 in the estimate, fitted on KRPvKR, which peaks above what
-/// its arrays and blocks account for). Without DTM50, what the arrays take
-/// (DTZ50'' and DTM 2 + 2, move counters 1, best exits 1 + 2, work lists),
-/// not measured.
-const MEMORY_PER_LAYER_POSITION: f64 = 18.0;
+/// With DTM50 a layer takes 10 bytes per index position in arrays while
+/// both analyses run (DTZ50'' 2, the best exits by DTZ50'' and DTM50 1 + 2,
+/// move counters 1 until both have set up, DTM50's state 4), plus the
+/// analyses' work lists and DTM50's segment log, which depend on how the
+/// values fall (the log takes up to 4.8 bytes per index position in 58 of
+/// the 60 pawnless 5-piece tables, 8.4 in KBBNvK and KBNNvK). Fitted on
+/// the peaks measured (docs/builtin-generation.md): above every one but
+/// KBNNvK's, which a store with too little memory free stops at run time
+/// instead ([`dtm50_memory_check`]); a bound for those two would put every
+/// table of 242 M index positions at 5 GiB, where they take 2.6–3.6. A
+/// kept layer holds DTZ50'', DTM and DTM50 at clock 0 (6 bytes; 7 in the
+/// estimate, fitted on KRPvKR, which peaks above what its arrays and
+/// blocks account for). Without DTM50, what the arrays take (DTZ50'' and
+/// DTM 2 + 2, move counters 1, best exits 1 + 2, work lists), not
+/// measured.
+const MEMORY_PER_LAYER_POSITION: f64 = 15.0;
 const MEMORY_PER_KEPT_POSITION: f64 = 7.0;
 const MEMORY_PER_POSITION: f64 = 0.5;
 const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 11.0;
@@ -177,28 +181,28 @@ pub fn system_memory_room() -> Option<Room> {
     Room::least([cgroup_memory_room(), mem_available()].into_iter().flatten())
 }
 
-/// Bytes the end of a layer's DTM50 analysis adds per further segment
-/// found: 4 in the table's data beside the log's 8, and up to 8 in its
-/// index of positions with more than one segment.
-pub const DTM50_FINISH_BYTES_PER_SEGMENT: u64 = 12;
-
-/// Memory kept free beside a generation's projected needs.
+/// Memory a generation keeps free while DTM50's analysis grows.
 pub const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
 
 /// The check a generation makes after each distance of DTM50's analysis,
-/// `further_segments` found so far: an error, naming the room, once the
-/// memory the end of the layer will add no longer fits in what the system
-/// has free. KBNNvK has 406 million further segments (6.3 GiB at its peak,
-/// where the estimate says 2.1): without this a store with less memory
-/// free would be killed for lack of memory instead of failing the table.
-pub fn dtm50_memory_check(further_segments: usize) -> Result<(), String> {
-    let needed = further_segments as u64 * DTM50_FINISH_BYTES_PER_SEGMENT + GENERATION_MEMORY_MARGIN_BYTES;
-    match system_memory_room() {
-        Some(room) if room.bytes < needed => Err(format!(
-            "out of memory: DTM50 has {further_segments} change points so far, which need {} MiB more to finish the layer, and {} has {} MiB",
-            needed / MIB,
+/// whose segments take `log_bytes` so far: an error, naming the room, once
+/// the system has less than [`GENERATION_MEMORY_MARGIN_BYTES`] free. The
+/// estimate checked before the start bounds every table measured, but the
+/// segments depend on the values, not on the index: without this check a
+/// table with more than any measured would get a store with little memory
+/// free killed for lack of memory, instead of failing.
+pub fn dtm50_memory_check(log_bytes: usize) -> Result<(), String> {
+    dtm50_memory_verdict(log_bytes, system_memory_room())
+}
+
+fn dtm50_memory_verdict(log_bytes: usize, room: Option<Room>) -> Result<(), String> {
+    match room {
+        Some(room) if room.bytes < GENERATION_MEMORY_MARGIN_BYTES => Err(format!(
+            "out of memory: DTM50's segments take {} MiB so far, and {} has {} MiB left, less than the {} MiB kept free",
+            log_bytes as u64 / MIB,
             room.limited_by,
-            room.bytes / MIB
+            room.bytes / MIB,
+            GENERATION_MEMORY_MARGIN_BYTES / MIB
         )),
         _ => Ok(()),
     }
@@ -317,18 +321,24 @@ mod tests {
     }
 
     /// Peak anonymous memory (MiB) of generations by layers
-    /// (`generate_blocks`), format v5 with DTM50, 2026-11-26
-    /// (docs/builtin-generation.md).
-    const MEASURED_MEMORY_MIB: [(&str, u64); 8] = [
-        ("KNNNvK", 658),
-        ("KNNvKN", 1_633),
-        ("KRBvKQ", 3_854),
-        ("KQRvKR", 3_913),
-        ("KRRvKR", 1_997),
-        ("KRBvKR", 3_536),
-        ("KRNvKR", 3_567),
-        ("KRPvKR", 3_727),
+    /// (`generate_blocks`), format v5 with DTM50, segments in the compact
+    /// log, 2026-11-27 (docs/builtin-generation.md).
+    const MEASURED_MEMORY_MIB: [(&str, u64); 10] = [
+        ("KNNNvK", 520),
+        ("KNNvKN", 1_178),
+        ("KRRvKR", 1_416),
+        ("KRBvKQ", 2_925),
+        ("KQRvKR", 2_925),
+        ("KRBvKR", 2_614),
+        ("KRNvKR", 2_620),
+        ("KRBNvK", 3_610),
+        ("KBNNvK", 2_381),
+        ("KRPvKR", 3_265),
     ];
+
+    /// Tables whose DTM50 segments take more than the estimate allows
+    /// (8.4 bytes of log per index position; the other tables at most 4.8).
+    const BEYOND_THE_ESTIMATE: [&str; 1] = ["KBNNvK"];
 
     /// Sizes of the format v5 files (bytes), with DTM50.
     const MEASURED_FILE: [(&str, u64); 4] = [
@@ -338,17 +348,19 @@ mod tests {
         ("KRPvKR", 301_484_669),
     ];
 
-    /// The memory estimate is an upper bound: never below a measured peak,
-    /// and within 35% above each (how the values fall moves a table's work
-    /// lists and DTM50 segments, which the index cannot tell: KNNvKN,
-    /// mostly drawn, is the one furthest below).
+    /// The memory estimate bounds every measured peak but those of the
+    /// tables with the most DTM50 segments, and stays within 60% above
+    /// each (how the values fall moves a table's work lists and segments,
+    /// which the index cannot tell: KNNvKN, mostly drawn, is the one
+    /// furthest below).
     #[test]
     fn memory_estimates_bound_the_measurements() {
         for (name, anon_mib) in MEASURED_MEMORY_MIB {
             let estimate = estimate(&Material::parse(name).unwrap(), true).peak_memory_bytes as f64;
             let measured = (anon_mib * MIB) as f64;
             let over = estimate / measured - 1.0;
-            assert!((0.0..=0.35).contains(&over), "{name}: estimate {over:+.3} of the measured peak");
+            let least = if BEYOND_THE_ESTIMATE.contains(&name) { -0.25 } else { 0.0 };
+            assert!((least..=0.6).contains(&over), "{name}: estimate {over:+.3} of the measured peak");
         }
     }
 
@@ -376,15 +388,16 @@ mod tests {
         assert!(tightest <= 2.0, "the estimate is more than twice every file measured: {tightest:.2}x");
     }
 
-    /// The store's memory check lets a few change points through on any
-    /// machine that runs the tests, and refuses more than memory can hold.
+    /// The store's memory check lets a generation go on on any machine
+    /// that runs the tests, and stops it once less than the margin is free.
     #[test]
-    fn the_dtm50_memory_check_refuses_what_memory_cannot_hold() {
+    fn the_dtm50_memory_check_stops_when_the_margin_is_gone() {
         assert_eq!(dtm50_memory_check(1000), Ok(()));
-        if system_memory_room().is_some() {
-            let e = dtm50_memory_check(1 << 45).unwrap_err();
-            assert!(e.starts_with("out of memory: DTM50 has 35184372088832 change points"), "{e}");
-        }
+        let room = |bytes| Some(Room { bytes, limited_by: "MemAvailable".into() });
+        assert_eq!(dtm50_memory_verdict(5 * MIB as usize, room(GENERATION_MEMORY_MARGIN_BYTES)), Ok(()));
+        assert_eq!(dtm50_memory_verdict(5 * MIB as usize, None), Ok(()));
+        let e = dtm50_memory_verdict(5 * MIB as usize, room(GENERATION_MEMORY_MARGIN_BYTES - 1)).unwrap_err();
+        assert_eq!(e, "out of memory: DTM50's segments take 5 MiB so far, and MemAvailable has 255 MiB left, less than the 256 MiB kept free");
     }
 
     #[test]

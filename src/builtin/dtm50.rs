@@ -14,11 +14,15 @@
 //! resets the clock, any other move adds one. A mate delivered by the move
 //! that brings the clock to 100 counts; at clock 100 anything else is a draw.
 
-use std::sync::atomic::{AtomicBool, AtomicI8, AtomicU32, Ordering};
+use std::{
+    ops::Range,
+    sync::atomic::{AtomicBool, AtomicI8, AtomicU32, Ordering},
+};
 
 use rayon::prelude::*;
 
 use super::{
+    change_points::ChangeLog,
     index::Layout,
     memory::{Members, filled},
     radix,
@@ -78,99 +82,149 @@ pub struct Dtm50Data {
     pub segments: Vec<u32>,
 }
 
-/// Collects the segments of one layer while it is generated: each
-/// position's first segment in place (as [`Dtm50Data::inline`] will hold
-/// it), the others in a log. Indexes are the table's; the layer's start at
-/// `base`.
+/// Collects the segments of one layer while it is generated, in a compact
+/// log: each position's first segment and the others alike (the analysis's
+/// words for a layer of 242 million indexes take 924 MiB; keeping the
+/// first segments in place as well would double that). Indexes are the
+/// table's; the layer's start at `base`.
 pub struct Builder {
     base: usize,
-    /// Per index of the layer, the first segment packed, or [`UNKNOWN`]
-    /// until there is one; [`DRAW`] once the layer is closed without one.
-    first: Vec<u32>,
-    /// Further segments, by index less `base`, in the order they were found.
-    more: Vec<(u32, u32)>,
+    span: usize,
+    /// Segments, by index less `base`.
+    log: ChangeLog,
 }
 
 impl Builder {
     /// A builder for the layer of `span` indexes from `base`.
     pub fn new(base: usize, span: usize) -> Builder {
-        Builder { base, first: filled(span, UNKNOWN as u32), more: Vec::new() }
+        Builder { base, span, log: ChangeLog::new() }
     }
 
-    /// Logs a segment of `idx`; `first` says whether it is its first (the
-    /// caller knows from its own state, which saves reading `self.first`
-    /// at random, one cache miss per record).
-    fn record(&mut self, idx: u32, value: u16, max_clock: i8, first: bool) {
-        let max_clock = max_clock.min(LAST_MOVE_CLOCK as i8) as u8;
-        let packed = Segment { value, max_clock }.pack();
-        let j = idx as usize - self.base;
-        if first {
-            debug_assert_eq!(self.first[j], UNKNOWN as u32);
-            self.first[j] = packed;
-        } else {
-            debug_assert_ne!(self.first[j], UNKNOWN as u32);
-            self.more.push((j as u32, packed));
-        }
+    /// Logs a segment of `value` for each position of `found` (by
+    /// ascending index, each once), up to its clock.
+    fn record_run(&mut self, value: u16, found: impl IntoIterator<Item = (u32, i8)>) {
+        let base = self.base;
+        let points = found.into_iter().map(|(idx, max_clock)| ((idx as usize - base) as u32, max_clock.min(LAST_MOVE_CLOCK as i8) as u8));
+        self.log.push_run(value, points);
     }
 
-    /// Positions of `members` (the layer's legal positions) without any
-    /// segment are drawn at every clock.
-    fn close_layer(&mut self, members: &Members) {
+    /// Memory the segments found so far take, in bytes.
+    pub fn log_bytes(&self) -> usize {
+        self.log.heap_bytes()
+    }
+
+    /// The layer's segments; `members` are the layer's legal positions,
+    /// those of them without a segment drawn at every clock.
+    pub fn finish(self, members: &Members) -> Dtm50Layer {
+        let mut inline = filled(self.span, UNKNOWN as u32);
         for idx in members.iter() {
-            let j = idx as usize - self.base;
-            if self.first[j] == UNKNOWN as u32 {
-                self.first[j] = DRAW as u32;
-            }
+            inline[idx as usize - self.base] = DRAW as u32;
         }
+        // The log has a position's segments in the order they were found:
+        // the first in place, [`MORE`] for the others.
+        self.log.for_each_in(0..self.span as u32, |j, value, max_clock| {
+            let w = &mut inline[j as usize];
+            if *w == DRAW as u32 {
+                *w = Segment { value, max_clock }.pack();
+            } else {
+                debug_assert_ne!(*w, UNKNOWN as u32, "segments of legal positions only");
+                *w |= MORE;
+            }
+        });
+        Dtm50Layer { inline, log: self.log }
+    }
+}
+
+/// DTM50 of one solved layer, by index less its first: each position's
+/// first segment in place (with [`MORE`] if it has others), and all its
+/// segments in the compact log they were found in. Cut into [`Dtm50Data`]
+/// a block at a time, so that the layer's segments are never held
+/// uncompressed at once.
+pub struct Dtm50Layer {
+    inline: Vec<u32>,
+    log: ChangeLog,
+}
+
+/// DTM50 of consecutive positions, from which a table's blocks and
+/// statistics are made.
+pub trait Dtm50Slices: Sync {
+    /// Positions.
+    fn len(&self) -> usize;
+    /// DTM50 at clock 0 of position `j`.
+    fn at_zero(&self, j: usize) -> u16;
+    /// The data of positions `range`, by position less `range.start`.
+    fn slice(&self, range: Range<usize>) -> Dtm50Data;
+}
+
+impl Dtm50Slices for Dtm50Layer {
+    fn len(&self) -> usize {
+        self.inline.len()
     }
 
-    /// Segments found so far beyond each position's first.
-    pub fn further_segments(&self) -> usize {
-        self.more.len()
+    #[inline]
+    fn at_zero(&self, j: usize) -> u16 {
+        self.inline[j] as u16
     }
 
-    /// The layer's segments, in position order, by index less `base`.
-    /// `spare` is how many log entries' worth of memory was freed before
-    /// (the working memory of the analysis): a log up to that many is
-    /// sorted with a scratch copy.
-    pub fn finish(mut self, spare: usize) -> Dtm50Data {
-        let mut data = Dtm50Data { inline: std::mem::take(&mut self.first), ..Dtm50Data::default() };
-        let log = &mut self.more[..];
-        // A position's segments were found in ascending distance and
-        // ascending clock: a stable sort by index keeps that order, and so
-        // does sorting by index, then by the packed segment (clock in the
-        // high bits). The first is linear, the second needs no scratch.
-        if log.len() <= spare {
-            radix::sort_slice_by_index(log, &mut Vec::new(), 0..data.inline.len(), |&(j, _)| j);
-        } else {
-            log.sort_unstable();
-        }
-        let mut i = 0;
-        while i < log.len() {
-            let j0 = log[i].0;
-            let mut j = i + 1;
-            while j < log.len() && log[j].0 == j0 {
-                j += 1;
+    fn slice(&self, range: Range<usize>) -> Dtm50Data {
+        let lo = range.start as u32;
+        let mut found: Vec<(u32, u32)> = Vec::new();
+        self.log.for_each_in(lo..range.end as u32, |j, value, max_clock| found.push((j - lo, Segment { value, max_clock }.pack())));
+        // Stable: a position's segments in the order they were found, which
+        // is ascending distance and clock.
+        found.sort_by_key(|&(j, _)| j);
+        let mut d = Dtm50Data { inline: self.inline[range].to_vec(), ..Dtm50Data::default() };
+        for (i, &(j, segment)) in found.iter().enumerate() {
+            if i == 0 || found[i - 1].0 != j {
+                // The first, in place.
+                debug_assert_eq!(d.inline[j as usize] & !MORE, segment);
+                continue;
             }
-            data.inline[j0 as usize] |= MORE;
-            data.overflow_index.push(j0);
-            data.overflow_start.push(data.segments.len() as u32);
-            data.segments.extend(log[i..j].iter().map(|&(_, s)| s));
-            i = j;
+            // The second: the first in the overflow.
+            if i < 2 || found[i - 2].0 != j {
+                debug_assert_ne!(d.inline[j as usize] & MORE, 0);
+                d.overflow_index.push(j);
+                d.overflow_start.push(d.segments.len() as u32);
+            }
+            d.segments.push(segment);
         }
-        data.overflow_start.push(data.segments.len() as u32);
-        data
+        d.overflow_start.push(d.segments.len() as u32);
+        d
+    }
+}
+
+impl Dtm50Slices for Dtm50Data {
+    fn len(&self) -> usize {
+        self.inline.len()
+    }
+
+    #[inline]
+    fn at_zero(&self, j: usize) -> u16 {
+        self.inline[j] as u16
+    }
+
+    fn slice(&self, range: Range<usize>) -> Dtm50Data {
+        let k = |i: usize| self.overflow_index.partition_point(|&o| (o as usize) < i);
+        let (k0, k1) = (k(range.start), k(range.end));
+        let s0 = self.overflow_start[k0];
+        Dtm50Data {
+            inline: self.inline[range.clone()].to_vec(),
+            overflow_index: self.overflow_index[k0..k1].iter().map(|&o| o - range.start as u32).collect(),
+            overflow_start: self.overflow_start[k0..=k1].iter().map(|&s| s - s0).collect(),
+            segments: self.segments[s0 as usize..self.overflow_start[k1] as usize].to_vec(),
+        }
+    }
+}
+
+impl Dtm50Layer {
+    /// The whole layer's data (tests, and tables small enough to be
+    /// generated whole).
+    pub fn to_data(&self) -> Dtm50Data {
+        self.slice(0..self.inline.len())
     }
 }
 
 impl Dtm50Data {
-    /// DTM50 at clock 0 of index `i` (of these data): its first segment
-    /// covers clock 0.
-    #[inline]
-    pub fn at_zero(&self, i: usize) -> u16 {
-        self.inline[i] as u16
-    }
-
     /// The data of a whole table from that of its layers (each by index
     /// less its first, with that first index).
     pub fn concat(mut layers: Vec<(usize, Dtm50Data)>) -> Dtm50Data {
@@ -426,8 +480,8 @@ fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
     (!before.stamped(stamp)).then(|| before.thr())
 }
 
-/// Whether the memory the analysis will need fits, given the further
-/// segments found so far (see [`super::budget::dtm50_memory_check`]).
+/// Whether the analysis may go on, given the bytes its segments take so
+/// far (see [`super::budget::dtm50_memory_check`]).
 pub type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
 
 /// When a distance's work lists are shared between threads: once `on` is
@@ -475,7 +529,11 @@ impl Sharing {
                 out
             })
             .collect();
-        let out = parts.into_iter().flatten().collect();
+        // Each part freed as soon as it is copied.
+        let mut out = Vec::with_capacity(parts.iter().map(Vec::len).sum());
+        for part in parts {
+            out.extend(part);
+        }
         *shared_secs += start.elapsed().as_secs_f64();
         out
     }
@@ -493,7 +551,6 @@ impl Scratch {
 /// A layer ready to be solved: its members' working state is set up, and
 /// the move counters it was set up from may be reused.
 pub struct Prepared<'a> {
-    members: &'a Members,
     /// The layer's first index: the scratch words and `exit` are by index
     /// less `base`.
     base: usize,
@@ -523,7 +580,7 @@ pub fn prepare_layer<'a>(
     out: &mut Builder,
 ) -> Prepared<'a> {
     let state = &mut scratch.state[..];
-    let mut p = Prepared { members, base, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
+    let mut p = Prepared { base, exit, win_exits: Vec::new(), loss_exits: Vec::new(), mated: Vec::new() };
     let at = |v: &mut Vec<Vec<u32>>, n: usize, idx: u32| {
         if v.len() <= n {
             v.resize_with(n + 1, Vec::new);
@@ -537,7 +594,6 @@ pub fn prepare_layer<'a>(
         st.set_thr(NONE_YET);
         if t == value::loss(0) {
             st.set_thr(MATED);
-            out.record(idx, t, MATED, true);
             p.mated.push((idx, MATED));
         } else if value::is_win(e) {
             at(&mut p.win_exits, value::plies(e) as usize, idx);
@@ -546,6 +602,7 @@ pub fn prepare_layer<'a>(
         }
         state[j] = st;
     }
+    out.record_run(value::loss(0), p.mated.iter().copied());
     p
 }
 
@@ -554,8 +611,8 @@ pub fn prepare_layer<'a>(
 /// nothing else runs beside it), each distance's long lists of un-moves and
 /// loss tests are shared between threads (see [`Mode`]); what they find is
 /// recorded in one thread. Returns the seconds spent on shared lists, or
-/// the error `memory` gives (called after each distance with the further
-/// segments found so far).
+/// the error `memory` gives (called after each distance with the bytes of
+/// the segments found so far).
 pub fn solve_layer(
     l: &Layout,
     prepared: Prepared,
@@ -565,7 +622,7 @@ pub fn solve_layer(
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<f64, String> {
-    let Prepared { members, base, exit, mut win_exits, mut loss_exits, mated } = prepared;
+    let Prepared { base, exit, mut win_exits, mut loss_exits, mated } = prepared;
     // SAFETY: `State` is a transparent `u32`, which has the size, alignment
     // and bit validity of `AtomicU32` (and `i8` those of `AtomicI8`); the
     // exclusive borrows are held for as long as the shared views live.
@@ -595,7 +652,7 @@ pub fn solve_layer(
         if cancel.load(Ordering::Relaxed) {
             return Ok(shared_secs);
         }
-        memory(out.further_segments())?;
+        memory(out.log_bytes())?;
         assert!(2 * n + 1 < 1 << STAMP_BITS, "distance beyond the deduplication stamp");
         // A won position may be queued for the loss test too (and found not
         // lost): the two queues of a distance need their own stamps.
@@ -604,6 +661,11 @@ pub fn solve_layer(
         let layer = base..base + state.len();
         radix::sort_by_index(&mut won, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
         radix::sort_by_index(&mut lost, &mut pairs_scratch, layer.clone(), |&(idx, _)| idx);
+        // The wins of the previous distance, now in index order, as the log
+        // takes them (their clocks have not changed since).
+        if !won.is_empty() {
+            out.record_run(value::win(n as u16 - 1), won.iter().map(|&(p, _)| (p, load(word(p)).thr())));
+        }
         // Losses at n: positions whose replies changed at n - 1.
         let mut recompute: Vec<u32> = sharing.chunked(&won, &mut shared_secs, |chunk, mode, found| {
             for_each_neighbour_prefetched(l, Neighbours::Unmoves, chunk.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
@@ -646,7 +708,7 @@ pub fn solve_layer(
         radix::sort_by_index(&mut recompute, &mut index_scratch, layer, |&idx| idx);
         // Only its own test changes a position's word here (the list has
         // each position once): plain stores, whether shared or not.
-        let lost_now: Vec<(u32, i8, bool)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, _mode, found| {
+        let lost_now: Vec<(u32, i8)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, _mode, found| {
             for_each_neighbour_prefetched(l, Neighbours::QuietChildren, chunk.iter().copied(), |p| p, ahead, |p, children| {
                 let mut u = LAST_MOVE_CLOCK as i8;
                 for &qi in children {
@@ -662,13 +724,12 @@ pub fn solve_layer(
                     let mut t = w;
                     t.set_thr(u);
                     word(p).store(t.0, Ordering::Relaxed);
-                    found.push((p, u, w.thr() == NONE_YET));
+                    found.push((p, u));
                 }
             });
         });
-        for &(p, u, first) in &lost_now {
-            out.record(p, value::loss(n as u16), u, first);
-        }
+        // In index order, as `recompute` is.
+        out.record_run(value::loss(n as u16), lost_now.iter().copied());
 
         // Wins at n: one move to a position lost at n - 1. A predecessor is
         // raised to the loss's clock less one.
@@ -704,13 +765,11 @@ pub fn solve_layer(
                 }
             }
         }
-        for &(p, before) in &won_now {
-            out.record(p, value::win(n as u16), load(word(p)).thr(), before == NONE_YET);
-        }
+        // Logged once sorted, at the next distance (there is one as long as
+        // they are not empty).
         won = won_now;
-        lost = lost_now.into_iter().map(|(p, u, _)| (p, u)).collect();
+        lost = lost_now;
         n += 1;
     }
-    out.close_layer(members);
     Ok(shared_secs)
 }

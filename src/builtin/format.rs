@@ -34,7 +34,7 @@ use std::io::{self, Seek, SeekFrom, Write};
 use rayon::prelude::*;
 
 use super::{
-    dtm50::{Dtm50Data, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
+    dtm50::{Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
     value::UNKNOWN,
     material::Material,
 };
@@ -54,6 +54,10 @@ pub const EXTENSION: &str = "tbsb";
 /// twice as large take 3% less disk, but each takes twice the cache and
 /// twice the time to decode.
 pub const BLOCK_POSITIONS: usize = 8192;
+
+// A block's DTM50 segments are read from a layer's log without decoding
+// any before them.
+const _: () = assert!(super::change_points::CHECKPOINT_POSITIONS as usize == BLOCK_POSITIONS);
 
 /// zstd level of the frames: levels above it shrink the files a few percent
 /// more (level 15: 14%) at several times the compression time, which
@@ -257,19 +261,19 @@ impl Columns {
         (z, m)
     }
 
-    fn dtm50(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, range: std::ops::Range<usize>, out: &mut Vec<u8>) {
-        let n = range.len();
+    /// The DTM50 column of a block whose DTZ50'', DTM and DTM50 (by
+    /// position in the block) are given.
+    fn dtm50(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+        let n = dtz.len();
         let (mut first, mut last_clock, mut changes) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         let (mut rise, mut held) = (Vec::new(), Vec::new());
         // The overflow is sorted by index: walked along with the block.
-        let mut k = match d.overflow_index.binary_search(&(range.start as u32)) {
-            Ok(k) | Err(k) => k,
-        };
+        let mut k = 0;
         let (mut prev_first, mut prev_last) = (0u16, 0u8);
-        for (j, idx) in range.enumerate() {
-            let inline = d.inline[idx];
+        for j in 0..n {
+            let inline = d.inline[j];
             let further: &[u32] = if inline & MORE != 0 {
-                debug_assert_eq!(d.overflow_index[k], idx as u32);
+                debug_assert_eq!(d.overflow_index[k], j as u32);
                 let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
                 k += 1;
                 s
@@ -372,7 +376,7 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
     scratch.as_slice().to_vec()
 }
 
-fn encode_block(dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, range: std::ops::Range<usize>) -> Encoded {
+fn encode_block<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, range: std::ops::Range<usize>) -> Encoded {
     thread_local! {
         static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
     }
@@ -389,7 +393,7 @@ fn encode_block(dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, range: std:
         let dtm_frame = compress(&raw, z, &mut scratch);
         let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
             raw.clear();
-            Columns::dtm50(dtz, dtm, d, range, &mut raw);
+            Columns::dtm50(dtz, dtm, &d.slice(range), &mut raw);
             compress(&raw, z, &mut scratch)
         });
         Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
@@ -478,10 +482,10 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm5
 /// a part of one that starts and, unless it is the table's end, ends on a
 /// block boundary), compressed in parallel. DTM50 is by index less the
 /// first; a block's bytes do not depend on where it is.
-pub fn encode_blocks(dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>) -> Vec<Encoded> {
+pub fn encode_blocks<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<Encoded> {
     assert_eq!(dtz.len(), dtm.len());
     if let Some(d) = dtm50 {
-        assert_eq!(dtz.len(), d.inline.len());
+        assert_eq!(dtz.len(), d.len());
     }
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))

@@ -17,7 +17,7 @@ use std::time::Instant;
 use arrayvec::ArrayVec;
 use shakmaty::Role;
 
-use super::dtm50::{self, Dtm50Data, MemoryCheck};
+use super::dtm50::{self, Dtm50Data, Dtm50Layer, Dtm50Slices, MemoryCheck};
 use super::index::{Layout, NONE, Pos};
 use super::format;
 use super::stats::Tally;
@@ -179,7 +179,7 @@ fn generate_with(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicB
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
         dtz[base..base + out.dtz.len()].copy_from_slice(&out.dtz);
         dtm[base..base + out.dtm.len()].copy_from_slice(&out.dtm);
-        dtm50.extend(out.dtm50.clone().map(|d| (base, d)));
+        dtm50.extend(out.dtm50.as_ref().map(|d| (base, d.to_data())));
     })?;
     let dtm50 = with_dtm50.then(|| Dtm50Data::concat(dtm50));
     Ok(Generated { dtz, dtm, dtm50, legal_positions, secs })
@@ -239,7 +239,7 @@ pub fn generate_blocks(
 
 /// The statistics' counts of the values of indexes `base..` (legal where
 /// DTZ50'' is known; DTM50 by index less `base`).
-fn tally_values(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, with_dtm50: bool) -> Tally {
+fn tally_values<D: Dtm50Slices>(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, with_dtm50: bool) -> Tally {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 20;
     // Pieces of at least 16 chunks: a tally per piece takes 1.5 MB.
@@ -273,7 +273,7 @@ struct LayerValues {
     dtz: Vec<u16>,
     dtm: Vec<u16>,
     /// Absent without DTM50.
-    dtm50: Option<Dtm50Data>,
+    dtm50: Option<Dtm50Layer>,
 }
 
 /// What the exits of a layer read of the layers solved before it (those
@@ -430,9 +430,8 @@ fn solve_layers(
             secs.dtm50_shared += shared_secs;
             drop(exit_mate);
             let start = Instant::now();
-            // The analysis's scratch words (4 bytes per index of the layer)
-            // are gone: room for as many 8-byte log entries again.
-            let dtm50 = builder.finish(span / 2);
+            // The analysis's words are gone: room for the first segments.
+            let dtm50 = builder.finish(&members);
             secs.dtm50 += start.elapsed().as_secs_f64();
             // DTM: read off DTM50 at clock 0 where that gives it; the
             // positions it does not (mates beyond `dtm_limit_plies`) are
@@ -469,7 +468,7 @@ fn solve_layers(
         secs.encode += start.elapsed().as_secs_f64();
         // Kept for the layers still to solve that push into this one.
         if last_reader[layer].is_some_and(|r| r > t) {
-            let at_zero = values.dtm50.as_ref().map_or_else(Vec::new, |d| (0..d.inline.len()).map(|j| d.at_zero(j)).collect());
+            let at_zero = values.dtm50.as_ref().map_or_else(Vec::new, |d| (0..d.len()).map(|j| d.at_zero(j)).collect());
             solved.layers[layer] = Some([values.dtz, values.dtm, at_zero]);
         }
         for (c, reader) in last_reader.iter().enumerate() {
@@ -1119,10 +1118,10 @@ mod tests {
         assert_eq!(one.dtz, shared.dtz);
     }
 
-    /// The memory check stops a generation whose DTM50 change points
-    /// outgrow what it allows, with its error, in the middle of the layer:
-    /// KQvKR (captures looked up as above) has 1.47 million further
-    /// segments, the check allows 100,000.
+    /// The memory check stops a generation whose DTM50 segments outgrow
+    /// what it allows, with its error, in the middle of the layer: KQvKR
+    /// (captures looked up as above) logs about 3 MB of segments, the
+    /// check allows 200,000 bytes.
     #[test]
     fn a_memory_check_stops_dtm50_that_outgrows_it() {
         use std::sync::atomic::AtomicUsize;
@@ -1130,17 +1129,17 @@ mod tests {
         let subtables = KqkrSubtables::new();
         let captures = |b: &Board| subtables.capture(b);
         let (largest, calls) = (AtomicUsize::new(0), AtomicUsize::new(0));
-        let memory = |further: usize| {
+        let memory = |log_bytes: usize| {
             calls.fetch_add(1, Ordering::Relaxed);
-            largest.fetch_max(further, Ordering::Relaxed);
-            if further > 100_000 { Err(format!("out of memory at {further}")) } else { Ok(()) }
+            largest.fetch_max(log_bytes, Ordering::Relaxed);
+            if log_bytes > 200_000 { Err(format!("out of memory at {log_bytes}")) } else { Ok(()) }
         };
         let l = layout("KQvKR");
         let result = generate_with(&l, &captures, true, &never, Options { memory: &memory, ..Options::STANDARD });
         let err = result.map(|g| g.legal_positions).unwrap_err();
         assert!(err.starts_with("out of memory at "), "{err}");
         let seen = largest.load(Ordering::Relaxed);
-        assert!(seen > 100_000 && seen < 1_000_000, "stopped at {seen} of 1.47 million");
+        assert!(seen > 200_000 && seen < 2_000_000, "stopped at {seen} bytes, of about 3 million");
         assert!(calls.load(Ordering::Relaxed) > 2);
     }
 

@@ -16,6 +16,7 @@
 
 pub mod budget;
 pub mod cache;
+mod change_points;
 pub mod dtm50;
 pub mod format;
 pub mod generate;
@@ -206,7 +207,7 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         positions,
         positions as f64 / ROUGH_POSITIONS_PER_S / 60.0,
         if missing.len() <= 20 { format!(": {}", names(&missing)) } else { String::new() },
-        if missing.iter().any(|m| m.pieces() >= 5) { "; a table of 5 pieces needs several GiB of memory while it is generated (KBNNvK 6.3 GiB; see docs/builtin-generation.md)" } else { "" },
+        if missing.iter().any(|m| m.pieces() >= 5) { "; a table of 5 pieces needs up to 4 GiB of memory while it is generated (see docs/builtin-generation.md)" } else { "" },
     );
     let bar = indicatif::ProgressBar::new(all.len() as u64);
     bar.set_style(
