@@ -148,22 +148,27 @@ pub struct Dtm50Layer {
 /// DTM50 of consecutive positions, from which a table's blocks and
 /// statistics are made.
 pub trait Dtm50Slices: Sync {
-    /// Positions.
-    fn len(&self) -> usize;
-    /// DTM50 at clock 0 of position `j`.
-    fn at_zero(&self, j: usize) -> u16;
+    /// Per position, its first segment packed, with [`MORE`] if it has
+    /// others (as [`Dtm50Data::inline`]).
+    fn firsts(&self) -> &[u32];
     /// The data of positions `range`, by position less `range.start`.
     fn slice(&self, range: Range<usize>) -> Dtm50Data;
+
+    /// Positions.
+    fn len(&self) -> usize {
+        self.firsts().len()
+    }
+
+    /// DTM50 at clock 0 of position `j`: its first segment covers clock 0.
+    #[inline]
+    fn at_zero(&self, j: usize) -> u16 {
+        self.firsts()[j] as u16
+    }
 }
 
 impl Dtm50Slices for Dtm50Layer {
-    fn len(&self) -> usize {
-        self.inline.len()
-    }
-
-    #[inline]
-    fn at_zero(&self, j: usize) -> u16 {
-        self.inline[j] as u16
+    fn firsts(&self) -> &[u32] {
+        &self.inline
     }
 
     fn slice(&self, range: Range<usize>) -> Dtm50Data {
@@ -194,13 +199,8 @@ impl Dtm50Slices for Dtm50Layer {
 }
 
 impl Dtm50Slices for Dtm50Data {
-    fn len(&self) -> usize {
-        self.inline.len()
-    }
-
-    #[inline]
-    fn at_zero(&self, j: usize) -> u16 {
-        self.inline[j] as u16
+    fn firsts(&self) -> &[u32] {
+        &self.inline
     }
 
     fn slice(&self, range: Range<usize>) -> Dtm50Data {
