@@ -187,10 +187,11 @@ pub const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
 /// The check a generation makes after each distance of DTM50's analysis,
 /// whose segments take `log_bytes` so far: an error, naming the room, once
 /// the system has less than [`GENERATION_MEMORY_MARGIN_BYTES`] free. The
-/// estimate checked before the start bounds every table measured, but the
-/// segments depend on the values, not on the index: without this check a
-/// table with more than any measured would get a store with little memory
-/// free killed for lack of memory, instead of failing.
+/// segments depend on the values, not on the index, and the estimate
+/// checked before the start does not bound the tables with the most
+/// (KBNNvK, 23% above it): without this check such a table would get a
+/// store with little memory free killed for lack of memory, instead of
+/// failing.
 pub fn dtm50_memory_check(log_bytes: usize) -> Result<(), String> {
     dtm50_memory_verdict(log_bytes, system_memory_room())
 }

@@ -24,8 +24,6 @@ pub const CHECKPOINT_POSITIONS: u32 = 8192;
 #[derive(Default)]
 pub struct ChangeLog {
     runs: Vec<Run>,
-    #[cfg(test)]
-    len: usize,
 }
 
 /// The segments of one value.
@@ -52,33 +50,21 @@ impl ChangeLog {
         let mut run = Run { value, bytes: Vec::new(), checkpoints: Vec::new() };
         let (mut checkpoint, mut prev) = (u32::MAX, 0);
         for (j, clock) in points {
+            assert!(run.bytes.is_empty() || j > prev, "change points in index order, each once");
             if j / CHECKPOINT_POSITIONS != checkpoint {
-                assert!(checkpoint == u32::MAX || j / CHECKPOINT_POSITIONS > checkpoint, "change points in index order");
                 checkpoint = j / CHECKPOINT_POSITIONS;
                 run.checkpoints.push((checkpoint, run.bytes.len() as u32));
                 prev = checkpoint * CHECKPOINT_POSITIONS;
-            } else {
-                assert!(j > prev || run.bytes.is_empty(), "change points in index order, each once");
             }
             write_leb128(&mut run.bytes, j - prev);
             run.bytes.push(clock);
             prev = j;
-            #[cfg(test)]
-            {
-                self.len += 1;
-            }
         }
         if !run.bytes.is_empty() {
             run.bytes.shrink_to_fit();
             run.checkpoints.shrink_to_fit();
             self.runs.push(run);
         }
-    }
-
-    /// Segments logged.
-    #[cfg(test)]
-    pub fn len(&self) -> usize {
-        self.len
     }
 
     /// Memory the log holds, in bytes.
@@ -176,7 +162,9 @@ mod tests {
             log.push_run(value, points);
         }
         log.push_run(1, []);
-        assert_eq!(log.len(), expected.len());
+        let mut logged = 0;
+        log.for_each_in(0..u32::MAX, |_, _, _| logged += 1);
+        assert_eq!(logged, expected.len());
         assert!(log.heap_bytes() < 3 * expected.len() + 100_000, "{} bytes for {}", log.heap_bytes(), expected.len());
         let ranges = [
             0..span,
