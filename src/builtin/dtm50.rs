@@ -216,6 +216,22 @@ impl Dtm50Slices for Dtm50Data {
     }
 }
 
+impl Dtm50Data {
+    /// Appends `other`'s positions after this one's.
+    pub fn append(&mut self, other: Dtm50Data) {
+        let (n, s) = (self.inline.len() as u32, self.segments.len() as u32);
+        // One end marker for both.
+        self.overflow_start.pop();
+        self.inline.extend(other.inline);
+        self.overflow_index.extend(other.overflow_index.iter().map(|&o| o + n));
+        self.overflow_start.extend(other.overflow_start.iter().map(|&o| o + s));
+        self.segments.extend(other.segments);
+        if self.overflow_start.is_empty() {
+            self.overflow_start.push(self.segments.len() as u32);
+        }
+    }
+}
+
 impl Dtm50Layer {
     /// The whole layer's data (tests, and tables small enough to be
     /// generated whole).

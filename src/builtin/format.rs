@@ -494,6 +494,24 @@ pub fn encode_blocks<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>
         .collect()
 }
 
+/// The blocks that lie wholly in indexes `first..first + dtz.len()`
+/// (values by index less `first`, e.g. one layer of a table), each with
+/// its number, compressed in parallel; the parts of blocks that either end
+/// cuts are left to the caller ([`encode_one`] once they are whole).
+pub fn encode_whole_blocks<D: Dtm50Slices>(first: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<(usize, Encoded)> {
+    let end = first + dtz.len();
+    (first.div_ceil(BLOCK_POSITIONS)..end / BLOCK_POSITIONS)
+        .into_par_iter()
+        .map(|b| (b, encode_block(dtz, dtm, dtm50, b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first)))
+        .collect()
+}
+
+/// One block from its values (at most [`BLOCK_POSITIONS`] of them).
+pub fn encode_one<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Encoded {
+    assert!(dtz.len() <= BLOCK_POSITIONS);
+    encode_block(dtz, dtm, dtm50, 0..dtz.len())
+}
+
 /// Writes a table from its blocks ([`encode_blocks`], in index order) to
 /// `w`. Returns the header written.
 pub fn write_blocks(

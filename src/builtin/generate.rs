@@ -202,9 +202,9 @@ pub struct GeneratedBlocks {
 /// solved: the values of a finished layer are then dropped, unless a layer
 /// still to solve reads them (pawn pushes), so that a table with pawns
 /// never holds all its layers' values at once. The blocks are the same as
-/// those of the whole table's values: layers start on block boundaries
-/// (for tables whose layers do not, all small, the values are collected
-/// whole first).
+/// those of the whole table's values: a block that a layer boundary cuts
+/// (a pawn table's layers need not be whole blocks: KQQPvK's are 58.3 M
+/// indexes) is put together once the layers on both sides are solved.
 /// `memory` is called after each distance of DTM50's analysis with the
 /// further segments found so far in the layer; its error stops the
 /// generation (see [`super::budget::dtm50_memory_check`]).
@@ -215,26 +215,94 @@ pub fn generate_blocks(
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<GeneratedBlocks, String> {
-    let span = l.layer_span();
     let mut tally = Tally::new(with_dtm50);
-    let (blocks, legal_positions, secs) = if span == l.size || span.is_multiple_of(format::BLOCK_POSITIONS) {
-        let mut by_layer: Vec<Vec<format::Encoded>> = (0..l.size / span).map(|_| Vec::new()).collect();
-        let options = Options { memory, ..Options::STANDARD };
-        let (legal, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
-            let (blocks, layer_tally) = rayon::join(
-                || format::encode_blocks(&out.dtz, &out.dtm, out.dtm50.as_ref()),
-                || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
-            );
-            by_layer[base / span] = blocks;
-            tally.add_tally(&layer_tally);
-        })?;
-        (by_layer.into_iter().flatten().collect(), legal, secs)
-    } else {
-        let g = generate(l, lookup, with_dtm50, cancel)?;
-        tally = tally_values(l, 0, &g.dtz, &g.dtm, g.dtm50.as_ref(), with_dtm50);
-        (format::encode_blocks(&g.dtz, &g.dtm, g.dtm50.as_ref()), g.legal_positions, g.secs)
-    };
+    let mut blocks: Vec<Option<format::Encoded>> = (0..l.size.div_ceil(format::BLOCK_POSITIONS)).map(|_| None).collect();
+    let mut cut = CutBlocks::default();
+    let options = Options { memory, ..Options::STANDARD };
+    let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
+        let (whole, layer_tally) = rayon::join(
+            || format::encode_whole_blocks(base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
+            || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
+        );
+        for (b, e) in whole {
+            blocks[b] = Some(e);
+        }
+        for (b, e) in cut.add_ends(l.size, base, out) {
+            blocks[b] = Some(e);
+        }
+        tally.add_tally(&layer_tally);
+    })?;
+    let blocks = blocks.into_iter().map(|b| b.expect("every block made whole by its layers")).collect();
     Ok(GeneratedBlocks { blocks, positions: l.size, has_dtm50: with_dtm50, legal_positions, secs, tally })
+}
+
+/// The blocks that layer boundaries cut (a pawn table's layers need not be
+/// a whole number of blocks): each layer's parts of them, kept until the
+/// layers on the other side are solved too (layers are solved in pawn
+/// order, not index order). At most two parts of a block per layer.
+#[derive(Default)]
+struct CutBlocks {
+    /// By block, its parts solved so far, each with its first index.
+    parts: std::collections::HashMap<usize, Vec<(usize, Part)>>,
+}
+
+/// Some positions' values, DTM50 by position less the first.
+struct Part {
+    dtz: Vec<u16>,
+    dtm: Vec<u16>,
+    dtm50: Option<Dtm50Data>,
+}
+
+impl CutBlocks {
+    /// Keeps the parts of cut blocks at either end of the layer at `base`,
+    /// and returns the blocks this makes whole, encoded.
+    fn add_ends(&mut self, size: usize, base: usize, out: &LayerValues) -> Vec<(usize, format::Encoded)> {
+        const B: usize = format::BLOCK_POSITIONS;
+        let end = base + out.dtz.len();
+        let mut ends = vec![base..(base.next_multiple_of(B)).min(end)];
+        if end % B != 0 && end / B * B >= base.next_multiple_of(B) {
+            ends.push(end / B * B..end);
+        }
+        let mut done = Vec::new();
+        for range in ends.into_iter().filter(|r| !r.is_empty()) {
+            let b = range.start / B;
+            let block = b * B..((b + 1) * B).min(size);
+            if range == block {
+                // A table's last block, wholly in its layer.
+                done.push((b, Self::encode(vec![(range.start, Self::part(base, out, range))])));
+                continue;
+            }
+            let parts = self.parts.entry(b).or_default();
+            parts.push((range.start, Self::part(base, out, range)));
+            if parts.iter().map(|(_, p)| p.dtz.len()).sum::<usize>() == block.len() {
+                done.push((b, Self::encode(self.parts.remove(&b).expect("just added"))));
+            }
+        }
+        done
+    }
+
+    /// Positions `range` of the layer at `base`.
+    fn part(base: usize, out: &LayerValues, range: std::ops::Range<usize>) -> Part {
+        let local = range.start - base..range.end - base;
+        Part {
+            dtz: out.dtz[local.clone()].to_vec(),
+            dtm: out.dtm[local.clone()].to_vec(),
+            dtm50: out.dtm50.as_ref().map(|d| d.slice(local)),
+        }
+    }
+
+    fn encode(mut parts: Vec<(usize, Part)>) -> format::Encoded {
+        parts.sort_by_key(|&(start, _)| start);
+        let (mut dtz, mut dtm, mut dtm50): (Vec<u16>, Vec<u16>, Option<Dtm50Data>) = (Vec::new(), Vec::new(), None);
+        for (_, p) in parts {
+            dtz.extend(p.dtz);
+            dtm.extend(p.dtm);
+            if let Some(d) = p.dtm50 {
+                dtm50.get_or_insert_with(Dtm50Data::default).append(d);
+            }
+        }
+        format::encode_one(&dtz, &dtm, dtm50.as_ref())
+    }
 }
 
 /// The statistics' counts of the values of indexes `base..` (legal where
@@ -1116,6 +1184,41 @@ mod tests {
         assert_eq!(a, b);
         assert_eq!(one.dtm, shared.dtm);
         assert_eq!(one.dtz, shared.dtz);
+    }
+
+    /// A pawn table's layers need not be whole blocks (KPvK's are 28,896
+    /// indexes, its blocks 8,192): the blocks they cut are put together
+    /// from both layers' parts, and the file made layer by layer is the
+    /// file of the whole table encoded at once, byte for byte. Promotions
+    /// to a queen or rook are looked up in KQvK and KRvK generated here.
+    #[test]
+    fn blocks_cut_by_layers_equal_the_whole_table() {
+        let never = AtomicBool::new(false);
+        let draws = |_: &Board| Ok(Values::DRAW);
+        let solved = |name: &str| {
+            let l = layout(name);
+            let g = generate(&l, &draws, true, &never).unwrap();
+            (l, g)
+        };
+        let (kq, kr) = (solved("KQvK"), solved("KRvK"));
+        let promotions = |b: &Board| match b.men[..] {
+            [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
+                Ok(KqkrSubtables::at(&kq, [wk, bk, x], b.turn))
+            }
+            [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Rook, x)] => {
+                Ok(KqkrSubtables::at(&kr, [wk, bk, x], b.turn))
+            }
+            _ => Ok(Values::DRAW),
+        };
+        let l = layout("KPvK");
+        assert!(!l.layer_span().is_multiple_of(format::BLOCK_POSITIONS));
+        let m = Material::parse("KPvK").unwrap();
+        let whole = generate(&l, &promotions, true, &never).unwrap();
+        let d = whole.dtm50.as_ref().unwrap();
+        assert!(!d.segments.is_empty(), "no position with a second DTM50 segment");
+        let by_layers = generate_blocks(&l, &promotions, true, &|_| Ok(()), &never).unwrap();
+        let file = format::assemble(&m, l.size, true, by_layers.legal_positions, &by_layers.blocks);
+        assert!(file == format::encode(&m, &whole.dtz, &whole.dtm, Some(d), whole.legal_positions));
     }
 
     /// The memory check stops a generation whose DTM50 segments outgrow
