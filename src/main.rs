@@ -73,8 +73,9 @@ enum Command {
         shard: Option<tbserver::builtin::Shard>,
         /// Largest number of pieces, kings included (3 to 5; all 110 tables
         /// of 5 pieces take hours and, by the generation budget's upper
-        /// bound, at most 57 GB on disk with DTM50, 29 GB without: 1.5 and
-        /// 0.75 bytes per index position; compressed, most take far less).
+        /// bound, at most 62 GB on disk with DTM50, 29 GB without: 1.5 and
+        /// 0.75 bytes per index position, 3.5 with DTM50 for three men
+        /// without a pawn against a bare king; most take far less).
         #[arg(long, default_value_t = 4)]
         pieces: usize,
         /// Output directory [default: the configured builtin.dir, by default `$XDG_CACHE_HOME/tbserver` or `~/.cache/tbserver`].

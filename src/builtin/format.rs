@@ -528,6 +528,11 @@ pub fn write_blocks(
     Ok(bytes[..HEADER_LEN].try_into().expect("a header"))
 }
 
+/// Bytes of the file [`write_blocks`] writes from these blocks.
+pub fn file_bytes(positions: usize, encoded: &[Encoded]) -> u64 {
+    index_bytes(positions) + encoded.iter().flat_map(|e| &e.frames).map(|f| f.len() as u64).sum::<u64>()
+}
+
 /// A whole table in memory from its blocks, in index order.
 pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
     let count = positions.div_ceil(BLOCK_POSITIONS);

@@ -896,13 +896,21 @@ impl Inner {
             return Err(Unavailable::Failed("cancelled".into()));
         }
         let path = self.path_of(material);
-        let written = fs::create_dir_all(&self.dir)
-            .and_then(|_| {
+        // The file's exact size is known now; the estimate checked before
+        // the start does not bound every table. A refusal here is handled
+        // like a failed write.
+        let written = budget::disk_verdict(material, format::file_bytes(g.positions, &g.blocks), budget::available_disk(&self.dir, self.caps.disk_bytes))
+            .inspect_err(|_| {
+                self.refused_disk.fetch_add(1, Ordering::Relaxed);
+            })
+            .map_err(|refusal| refusal.to_string())
+            .and_then(|()| fs::create_dir_all(&self.dir).map_err(|e| e.to_string()))
+            .and_then(|()| {
                 write_by_rename(&path, |file| {
                     format::write_blocks(file, material, g.positions, g.has_dtm50, g.legal_positions, &g.blocks)
                 })
+                .map_err(|e| e.to_string())
             })
-            .map_err(|e| e.to_string())
             .and_then(|header| self.open_checked(material, &layout, Some(&header)))
             .and_then(|t| t.ok_or_else(|| "vanished after writing".to_string()));
         let table = match written {
@@ -1374,6 +1382,26 @@ mod tests {
             assert_eq!(bytes.len(), 32 << 20);
             assert!(bytes.iter().all(|&b| b == bytes[0]), "one writer's file, whole");
         }
+        let _ = fs::remove_dir_all(&dir);
+    }
+
+    /// A write that fails part way (a disk filling up) leaves neither its
+    /// temporary file nor a table file, and an older file of the table
+    /// stays as it was.
+    #[test]
+    fn a_failed_write_leaves_nothing_behind() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-failed-write-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("KQvK.{}", format::EXTENSION));
+        let full = || std::io::Error::from_raw_os_error(28); // ENOSPC
+        let e = write_by_rename(&path, |f| f.write_all(&[7; 4096]).and_then(|()| Err::<(), _>(full()))).unwrap_err();
+        assert_eq!(e.raw_os_error(), Some(28));
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 0, "nothing left");
+        fs::write(&path, b"the older file").unwrap();
+        write_by_rename(&path, |f| f.write_all(&[7; 4096]).and_then(|()| Err::<(), _>(full()))).unwrap_err();
+        assert_eq!(fs::read(&path).unwrap(), b"the older file");
+        assert_eq!(fs::read_dir(&dir).unwrap().count(), 1);
         let _ = fs::remove_dir_all(&dir);
     }
 
