@@ -23,12 +23,24 @@ use std::{
 
 use super::format::{BLOCK_POSITIONS, DecodedBlock};
 
-/// Default of `builtin.cache_mib`.
-pub const DEFAULT_CACHE_MIB: u64 = 128;
+/// Default of `builtin.cache_mib`: room for the blocks a full answer
+/// reaches over a few hundred positions of every 3-4-piece table (a
+/// position and its moves touch about 30 blocks; 600 random positions'
+/// answers touch 245 MB of blocks). At 128 MiB such answers took 2.5 times
+/// format v3's time, one lookup in nine decoding a block.
+pub const DEFAULT_CACHE_MIB: u64 = 512;
+
+/// Cache of a store that is not configured (`tbserver generate`, tests)
+/// for a generation's lookups into the tables its captures and promotions
+/// reach: 2,048 blocks, as many as the generation's memory estimates were
+/// measured with (then 128 MiB of 64 KiB slots).
+pub const GENERATION_CACHE_MIB: u64 = 160;
 
 /// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
-/// bytes per position); DTM50's change points come on top, a few percent.
-const SLOT_BYTES: u64 = 8 * BLOCK_POSITIONS as u64;
+/// bytes per position) and DTM50's further change points, which made the
+/// 3-4-piece tables' blocks 20% larger than that on average (a cache of
+/// 128 MiB held 154 MiB).
+const SLOT_BYTES: u64 = 10 * BLOCK_POSITIONS as u64;
 
 /// A block of one table: the table's serial number (unique in the process,
 /// so that a table regenerated under the same name never meets the old

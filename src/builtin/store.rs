@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 use super::{
     budget::{self, Caps, Refusal},
-    cache::{BlockCache, BlockKey, CacheCounts, DEFAULT_CACHE_MIB},
+    cache::{BlockCache, BlockKey, CacheCounts, GENERATION_CACHE_MIB},
     dtm50,
     format::{self, Blocks, DecodedBlock},
     generate::{Board, PhaseSecs, Values, generate_blocks},
@@ -327,7 +327,7 @@ impl Store {
                 epoch: watch::Sender::new(0),
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
-                cache: Arc::new(BlockCache::new(DEFAULT_CACHE_MIB << 20)),
+                cache: Arc::new(BlockCache::new(GENERATION_CACHE_MIB << 20)),
             }),
         };
         remove_stale_temporary_files(&store.inner.dir);
@@ -389,7 +389,7 @@ impl Store {
     }
 
     /// Most MiB of decoded blocks kept for all tables together (default
-    /// [`DEFAULT_CACHE_MIB`]).
+    /// [`GENERATION_CACHE_MIB`]; a server's is `builtin.cache_mib`).
     pub fn with_cache_mib(self, mib: u64) -> Store {
         self.configure(|i| i.cache = Arc::new(BlockCache::new(mib << 20)))
     }
