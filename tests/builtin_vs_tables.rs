@@ -14,7 +14,6 @@
 mod common;
 
 use std::{
-    path::PathBuf,
     sync::{
         OnceLock,
         atomic::{AtomicU64, Ordering},
@@ -36,9 +35,7 @@ use tbserver::builtin::{
 fn store() -> &'static Store {
     static STORE: OnceLock<Store> = OnceLock::new();
     STORE.get_or_init(|| {
-        let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+        let dir = common::builtin_test_dir();
         common::sample_seed();
         let store = Store::new(dir, true).with_lazy_max_pieces(5);
         let checked = materials(5);

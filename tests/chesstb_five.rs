@@ -19,7 +19,7 @@ mod common;
 #[path = "common/two_generators.rs"]
 mod two_generators;
 
-use std::{path::PathBuf, sync::atomic::Ordering};
+use std::sync::atomic::Ordering;
 
 use shakmaty::{Chess, Position};
 use tbserver::{
@@ -38,9 +38,7 @@ const SAMPLE_PER_TABLE: usize = 5_000;
 fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
     let Some(shared) = common::shared_dir("tables/chesstb/dtm50/KQKRB.lzdtm50") else { return };
     let tb = Chesstb::open(&[shared.join("tables/chesstb")], 512 << 20);
-    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let dir = common::builtin_test_dir();
     let store = Store::new(dir, true).with_lazy_max_pieces(5);
     // The quick tier's sample comes from KNNNvK alone: generating KRBvKQ
     // takes minutes, and the exhaustive tier compares it.

@@ -12,7 +12,7 @@ mod common;
 #[path = "common/two_generators.rs"]
 mod two_generators;
 
-use std::{path::PathBuf, sync::atomic::Ordering};
+use std::sync::atomic::Ordering;
 
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
@@ -38,9 +38,7 @@ fn chess(board: Board, turn: shakmaty::Color) -> Option<Chess> {
 fn chesstb_agrees_with_builtin_tables() {
     let Some(shared) = common::shared_dir("tables/chesstb") else { return };
     let tb = Chesstb::open(&[shared.join("tables/chesstb")], 512 << 20);
-    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let dir = common::builtin_test_dir();
     let store = Store::new(dir, true);
     let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("generate");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);

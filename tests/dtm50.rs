@@ -13,7 +13,6 @@
 mod common;
 
 use std::{
-    path::PathBuf,
     sync::{Arc, Mutex, atomic::AtomicBool},
     time::{Duration, Instant},
 };
@@ -36,9 +35,7 @@ fn config(with_files: bool) -> Option<Config> {
         config.gaviota = vec![common::gaviota_dir()?];
     }
     config.builtin.mode = BuiltinMode::Lazy;
-    config.builtin.dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    config.builtin.dir = common::builtin_test_dir();
     config.cache_entries = 0;
     Some(config)
 }

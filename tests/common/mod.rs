@@ -51,12 +51,18 @@ pub fn chesstb_dir() -> Option<PathBuf> {
     shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))
 }
 
+/// Where the tests keep built-in tables: `TBSERVER_BUILTIN_TEST_DIR`, or a
+/// directory under the target directory, shared by every test binary.
+pub fn builtin_test_dir() -> PathBuf {
+    std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"))
+}
+
 /// The built-in tables of up to 4 pieces, generated where the other tests
 /// keep them (`$TBSERVER_BUILTIN_TEST_DIR`, else the target's tmp dir).
 pub fn generated_builtin_dir() -> PathBuf {
-    let dir = std::env::var_os("TBSERVER_BUILTIN_TEST_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"));
+    let dir = builtin_test_dir();
     let store = tbserver::builtin::Store::new(&dir, true);
     tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("generate built-in tables");
     dir
