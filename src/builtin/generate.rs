@@ -1194,19 +1194,13 @@ mod tests {
     #[test]
     fn blocks_cut_by_layers_equal_the_whole_table() {
         let never = AtomicBool::new(false);
-        let draws = |_: &Board| Ok(Values::DRAW);
-        let solved = |name: &str| {
-            let l = layout(name);
-            let g = generate(&l, &draws, true, &never).unwrap();
-            (l, g)
-        };
-        let (kq, kr) = (solved("KQvK"), solved("KRvK"));
+        let sub = KqkrSubtables::new();
         let promotions = |b: &Board| match b.men[..] {
             [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Queen, x)] => {
-                Ok(KqkrSubtables::at(&kq, [wk, bk, x], b.turn))
+                Ok(KqkrSubtables::at(&sub.kq, [wk, bk, x], b.turn))
             }
             [(Color::White, Role::King, wk), (Color::Black, Role::King, bk), (Color::White, Role::Rook, x)] => {
-                Ok(KqkrSubtables::at(&kr, [wk, bk, x], b.turn))
+                Ok(KqkrSubtables::at(&sub.kr, [wk, bk, x], b.turn))
             }
             _ => Ok(Values::DRAW),
         };
