@@ -219,15 +219,14 @@ fn dtm50_memory_verdict(log_bytes: usize, room: Option<Room>) -> Result<(), Stri
     }
 }
 
-/// A table's file of `file_bytes`, its exact size once its blocks are
-/// compressed, against the disk `room` left: checked before the file is
-/// written, since the estimate checked before the start does not bound
-/// every table (values, not the index, decide how well one compresses).
-pub fn disk_verdict(table: &Material, file_bytes: u64, room: Option<Room>) -> Result<(), Refusal> {
+/// `tables` needing `bytes` of disk against the `room` left: their
+/// estimate before they start, and a table's file, its exact size once
+/// its blocks are compressed, before it is written (the estimate does not
+/// bound every table: values, not the index, decide how well one
+/// compresses).
+pub fn disk_verdict(tables: String, bytes: u64, room: Option<Room>) -> Result<(), Refusal> {
     match room {
-        Some(room) if file_bytes > room.bytes => {
-            Err(Refusal::Disk { tables: table.name(), needed_bytes: file_bytes, available: room })
-        }
+        Some(room) if bytes > room.bytes => Err(Refusal::Disk { tables, needed_bytes: bytes, available: room }),
         _ => Ok(()),
     }
 }
@@ -436,11 +435,11 @@ mod tests {
     /// directory of unknown room, goes ahead.
     #[test]
     fn a_file_is_checked_against_the_disk_left_before_it_is_written() {
-        let kbnnk = Material::parse("KBNNvK").unwrap();
+        let kbnnk = || "KBNNvK".to_string();
         let room = |bytes| Some(Room { bytes, limited_by: "builtin.max_disk_mib = 300".into() });
-        assert_eq!(disk_verdict(&kbnnk, 391_055_379, room(391_055_379)), Ok(()));
-        assert_eq!(disk_verdict(&kbnnk, 391_055_379, None), Ok(()));
-        let refusal = disk_verdict(&kbnnk, 391_055_379, room(300 * MIB)).unwrap_err();
+        assert_eq!(disk_verdict(kbnnk(), 391_055_379, room(391_055_379)), Ok(()));
+        assert_eq!(disk_verdict(kbnnk(), 391_055_379, None), Ok(()));
+        let refusal = disk_verdict(kbnnk(), 391_055_379, room(300 * MIB)).unwrap_err();
         assert_eq!(
             refusal.to_string(),
             "generating KBNNvK needs about 372 MiB of disk; 300 MiB are available (builtin.max_disk_mib = 300)"

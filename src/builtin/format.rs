@@ -537,8 +537,7 @@ pub fn file_bytes(positions: usize, encoded: &[Encoded]) -> u64 {
 pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
     let count = positions.div_ceil(BLOCK_POSITIONS);
     assert_eq!(encoded.len(), count, "one block per {BLOCK_POSITIONS} positions");
-    let body: usize = encoded.iter().map(|e| e.frames.iter().map(Vec::len).sum::<usize>()).sum();
-    let mut out = Vec::with_capacity(HEADER_LEN + ENTRY_LEN * count + body);
+    let mut out = Vec::with_capacity(file_bytes(positions, encoded) as usize);
     let metrics = if has_dtm50 { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());

@@ -267,11 +267,6 @@ impl CutBlocks {
         for range in ends.into_iter().filter(|r| !r.is_empty()) {
             let b = range.start / B;
             let block = b * B..((b + 1) * B).min(size);
-            if range == block {
-                // A table's last block, wholly in its layer.
-                done.push((b, Self::encode(vec![(range.start, Self::part(base, out, range))])));
-                continue;
-            }
             let parts = self.parts.entry(b).or_default();
             parts.push((range.start, Self::part(base, out, range)));
             if parts.iter().map(|(_, p)| p.dtz.len()).sum::<usize>() == block.len() {

@@ -801,7 +801,6 @@ impl Inner {
     /// them on disk.
     fn check_budget(&self, tables: &[&Material], reserved_bytes: u64) -> Result<(), Refusal> {
         let estimates: Vec<_> = tables.iter().map(|m| (m, budget::estimate(m, self.with_dtm50))).collect();
-        let names = || tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
         if let Some((m, largest)) = estimates.iter().max_by_key(|(_, e)| e.peak_memory_bytes)
             && let Some(room) = budget::available_memory(self.caps.memory_bytes, reserved_bytes)
             && largest.peak_memory_bytes > room.bytes
@@ -810,13 +809,16 @@ impl Inner {
             return Err(Refusal::Memory { table: m.name(), needed_bytes: largest.peak_memory_bytes, available: room });
         }
         let disk_bytes: u64 = estimates.iter().map(|(_, e)| e.disk_bytes).sum();
-        if let Some(room) = budget::available_disk(&self.dir, self.caps.disk_bytes)
-            && disk_bytes > room.bytes
-        {
-            self.refused_disk.fetch_add(1, Ordering::Relaxed);
-            return Err(Refusal::Disk { tables: names(), needed_bytes: disk_bytes, available: room });
-        }
-        Ok(())
+        self.disk_verdict(tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(" "), disk_bytes)
+    }
+
+    /// `tables` needing `bytes` against the disk this store may still take,
+    /// a refusal counted.
+    fn disk_verdict(&self, tables: String, bytes: u64) -> Result<(), Refusal> {
+        budget::disk_verdict(tables, bytes, budget::available_disk(&self.dir, self.caps.disk_bytes))
+            .inspect_err(|_| {
+                self.refused_disk.fetch_add(1, Ordering::Relaxed);
+            })
     }
 
     /// Maps the table file of `material`, if there is one, and checks its
@@ -899,10 +901,8 @@ impl Inner {
         // The file's exact size is known now; the estimate checked before
         // the start does not bound every table. A refusal here is handled
         // like a failed write.
-        let written = budget::disk_verdict(material, format::file_bytes(g.positions, &g.blocks), budget::available_disk(&self.dir, self.caps.disk_bytes))
-            .inspect_err(|_| {
-                self.refused_disk.fetch_add(1, Ordering::Relaxed);
-            })
+        let written = self
+            .disk_verdict(material.name(), format::file_bytes(g.positions, &g.blocks))
             .map_err(|refusal| refusal.to_string())
             .and_then(|()| fs::create_dir_all(&self.dir).map_err(|e| e.to_string()))
             .and_then(|()| {
