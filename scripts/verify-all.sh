@@ -18,7 +18,7 @@
 #    and KRBvKQ, the same metrics on the same terms (tests/chesstb_five.rs);
 #  - the DTM50-style search against the DTM50 tables on 1000 positions, and
 #    150 short mates proven exactly (tests/dtm50.rs);
-#  - format v4 against the generator's arrays: DTZ50'', DTM and DTM50 at every
+#  - the block format against the generator's arrays: DTZ50'', DTM and DTM50 at every
 #    clock 0-99 of every legal position of the 35 tables of 3-4 pieces, and
 #    DTZ50'', DTM and DTM50's segments of every legal position of KNNvKN,
 #    KRBvKQ and KNNNvK (TBSERVER_FORMAT_FIVE names fewer)

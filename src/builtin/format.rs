@@ -1,9 +1,9 @@
-//! On-disk format of a built-in table (`<material>.tbsb`), version 5:
+//! On-disk format of a built-in table (`<material>.tbsb`), version 6:
 //! values in independently decodable zstd blocks behind a block index.
 //!
 //! ```text
 //! 0   8  magic "TBSBTIN\0"
-//! 8   4  format version (u32 LE) = 5
+//! 8   4  format version (u32 LE) = 6 (5 is read too)
 //! 12  4  header length = 64
 //! 16 16  material name, e.g. "KQvKR", zero-padded
 //! 32  8  index size N (u64): positions per metric, illegal ones included
@@ -20,14 +20,17 @@
 //! A frame is one zstd frame of a column of the block, transformed so that
 //! the common cases are zeros (see [`Columns`]); a frame of length 0 stands
 //! for a column of zeros, so a block of illegal indexes takes no bytes.
+//! Version 6 writes DTM and DTM50 for the won and lost positions only (a
+//! draw's are implied), and DTM50's change points only where DTM differs
+//! from DTZ50''; version 5 wrote them for every index.
 //! Values use the encoding of [`super::value`], DTM50 segments that of
 //! [`super::dtm50::Segment`]. The index is the one of
 //! [`super::index::Layout`]; a change to it must bump the version.
 //!
 //! Version 3 (raw u16 DTZ and DTM, u32 DTM50 first segments, an overflow
-//! log) and version 4 (this encoding on the earlier index: 10 or 32 white
-//! king squares by 64, identical men in every order) are recognised by
-//! their version field and refused, so that the store regenerates them.
+//! log) and version 4 (version 5's encoding on the earlier index: 10 or 32
+//! white king squares by 64, identical men in every order) are recognised
+//! by their version field and refused, so that the store regenerates them.
 
 use std::io::{self, Seek, SeekFrom, Write};
 
@@ -35,12 +38,15 @@ use rayon::prelude::*;
 
 use super::{
     dtm50::{Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
-    value::UNKNOWN,
+    value::{self, DRAW, UNKNOWN},
     material::Material,
 };
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
-pub const VERSION: u32 = 5;
+pub const VERSION: u32 = 6;
+/// The oldest version read as it is: version 5 has the same index and
+/// blocks, with DTM and DTM50 written for every index.
+pub const OLDEST_READ_VERSION: u32 = 5;
 pub const HEADER_LEN: usize = 64;
 pub const METRIC_DTZ: u32 = 1;
 pub const METRIC_DTM: u32 = 2;
@@ -94,6 +100,8 @@ impl BlockEntry {
 /// A table's block layout, as read from its header and block index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocks {
+    /// Format version of the file ([`OLDEST_READ_VERSION`]..=[`VERSION`]).
+    pub version: u32,
     pub positions: usize,
     pub block_positions: usize,
     pub has_dtm50: bool,
@@ -214,7 +222,66 @@ impl DecodedBlock {
 /// Illegal indexes (DTZ50'' unknown) are never probed: they repeat the
 /// previous position's columns (with no change points), which costs next to
 /// nothing, and read back as that position's values.
+///
+/// That is version 5. Version 6 writes an illegal index's DTZ50'' as a draw,
+/// and DTM and DTM50 for the won and lost positions (by DTZ50'') only, a
+/// draw's being implied: on the 35 tables of 3–4 pieces, the zeros of the
+/// draws and the repeats of illegal indexes between the values cost zstd
+/// more than they save. DTM is then, per block, whichever compresses
+/// smaller: its plies less DTZ50'''s (zig-zag), or its plies. DTM50 is, per
+/// won or lost position, its first segment's value less DTM and its last
+/// clock less the expected one, then, for those whose DTM differs from
+/// DTZ50'' (elsewhere DTM50 is DTM up to the last clock), the number of
+/// change points and each one's rise and held clocks side by side. Each
+/// column starts with a byte saying which of these it is ([`DtmColumn`],
+/// [`Dtm50Column`]): a block that breaks an assumption (a drawn position
+/// whose DTM is not a draw, say) falls back to version 5's column.
 struct Columns;
+
+/// How a version 6 DTM column is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum DtmColumn {
+    /// Per won or lost position, its plies less DTZ50'''s, zig-zag.
+    LessDtz = 0,
+    /// Per won or lost position, its plies.
+    Plies = 1,
+    /// Version 5's: per index, DTM less DTZ50'' (wrapping).
+    EveryIndex = 2,
+}
+
+/// How a version 6 DTM50 column is written.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(u8)]
+enum Dtm50Column {
+    /// Won and lost positions only, change points only where DTM differs
+    /// from DTZ50''.
+    Decisive = 0,
+    /// Version 5's: every index.
+    EveryIndex = 1,
+}
+
+#[inline]
+fn decisive(v: u16) -> bool {
+    value::is_win(v) || value::is_loss(v)
+}
+
+#[inline]
+fn zigzag(d: i32) -> u16 {
+    (if d >= 0 { 2 * d } else { -2 * d - 1 }) as u16
+}
+
+#[inline]
+fn unzigzag(u: u16) -> i32 {
+    let u = u as i32;
+    if u & 1 == 0 { u / 2 } else { -(u + 1) / 2 }
+}
+
+/// A change point's rise as written: in 8ths (a won or lost position's
+/// plies rise by twos, and a value holds its plies above 2 bits of kind),
+/// or this and the rise as it is.
+const RISE_ESCAPE: u8 = 255;
+
 
 /// One position's DTM50 function: its first segment and its further ones.
 struct Function<'a> {
@@ -226,7 +293,6 @@ struct Function<'a> {
 /// for, given its DTZ50'': a zeroing move is due within that many plies.
 #[inline]
 fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
-    use super::value;
     if value::is_win(first_value) || value::is_loss(first_value) {
         (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8
     } else {
@@ -247,7 +313,8 @@ impl Columns {
         Ok((0..n).map(move |i| bytes[i] as u16 | (bytes[n + i] as u16) << 8))
     }
 
-    /// DTZ50'' and DTM of `range`, illegal indexes filled in.
+    /// Version 5's DTZ50'' and DTM columns, illegal indexes filled in.
+    #[cfg(test)]
     fn dtz_dtm(dtz: &[u16], dtm: &[u16]) -> (Vec<u16>, Vec<u16>) {
         let (mut z, mut m) = (Vec::with_capacity(dtz.len()), Vec::with_capacity(dtz.len()));
         let (mut last_z, mut last_m) = (0, 0);
@@ -357,6 +424,234 @@ impl Columns {
     }
 }
 
+impl Columns {
+    /// Values in one byte plane if all are below 256, else in two.
+    fn narrow_planes(values: &[u16], out: &mut Vec<u8>) {
+        out.extend(values.iter().map(|&v| v as u8));
+        if values.iter().any(|&v| v > 0xff) {
+            out.extend(values.iter().map(|&v| (v >> 8) as u8));
+        }
+    }
+
+    fn unnarrow_planes(bytes: &[u8], n: usize) -> Result<Vec<u16>, String> {
+        if bytes.len() == n {
+            Ok(bytes.iter().map(|&b| b as u16).collect())
+        } else if bytes.len() == 2 * n {
+            Ok(Self::unplanes16(bytes, n)?.collect())
+        } else {
+            Err("column not the size of its values".into())
+        }
+    }
+
+    /// Version 6's DTZ50'' column of a block: an illegal index is a draw.
+    fn dtz_v6(dtz: &[u16]) -> Vec<u16> {
+        dtz.iter().map(|&v| if v == UNKNOWN { DRAW } else { v }).collect()
+    }
+
+    /// Version 6's DTM frame of a block whose DTZ50'' (`dtz`, illegal
+    /// indexes unknown; `z` as written) and DTM are given.
+    fn dtm_v6(dtz: &[u16], z: &[u16], dtm: &[u16], ctx: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8>) -> Vec<u8> {
+        // A won or lost position's DTM is of its DTZ50'''s kind, and a
+        // draw's is a draw.
+        let implied = (0..z.len()).all(|j| if decisive(z[j]) { dtm[j] & 3 == z[j] & 3 } else { dtz[j] == UNKNOWN || dtm[j] == DRAW });
+        let mut raw = Vec::with_capacity(2 * z.len() + 1);
+        if !implied {
+            raw.push(DtmColumn::EveryIndex as u8);
+            Self::planes16((0..z.len()).map(|j| if dtz[j] == UNKNOWN { 0 } else { dtm[j].wrapping_sub(z[j]) }), &mut raw);
+            return compress(&raw, ctx, scratch);
+        }
+        let won_lost = || z.iter().zip(dtm).filter(|(vz, _)| decisive(**vz));
+        let less: Vec<u16> = won_lost().map(|(&vz, &vm)| zigzag(value::plies(vm) as i32 - value::plies(vz) as i32)).collect();
+        raw.push(DtmColumn::LessDtz as u8);
+        Self::narrow_planes(&less, &mut raw);
+        let a = compress(&raw, ctx, scratch);
+        if a.is_empty() {
+            return a;
+        }
+        let plies: Vec<u16> = won_lost().map(|(_, &vm)| value::plies(vm)).collect();
+        raw.clear();
+        raw.push(DtmColumn::Plies as u8);
+        Self::narrow_planes(&plies, &mut raw);
+        let b = compress(&raw, ctx, scratch);
+        if b.len() < a.len() { b } else { a }
+    }
+
+    /// Zero bytes an empty version 6 DTM frame stands for.
+    fn dtm_v6_zeros(z: &[u16]) -> usize {
+        1 + z.iter().filter(|&&v| decisive(v)).count()
+    }
+
+    fn undtm_v6(bytes: &[u8], z: &[u16]) -> Result<Vec<u16>, String> {
+        let (&kind, rest) = bytes.split_first().ok_or("DTM column empty")?;
+        let from_plies = |plies_of: &dyn Fn(u16, u16) -> i32| -> Result<Vec<u16>, String> {
+            let won_lost = z.iter().filter(|&&v| decisive(v)).count();
+            let mut column = Self::unnarrow_planes(rest, won_lost)?.into_iter();
+            Ok(z.iter()
+                .map(|&vz| {
+                    if decisive(vz) {
+                        let plies = plies_of(column.next().expect("counted"), vz).clamp(0, value::MAX_PLIES as i32) as u16;
+                        plies << 2 | (vz & 3)
+                    } else {
+                        DRAW
+                    }
+                })
+                .collect())
+        };
+        match kind {
+            k if k == DtmColumn::LessDtz as u8 => from_plies(&|u, vz| value::plies(vz) as i32 + unzigzag(u)),
+            k if k == DtmColumn::Plies as u8 => from_plies(&|u, _| u as i32),
+            k if k == DtmColumn::EveryIndex as u8 => Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect()),
+            k => Err(format!("unknown DTM column kind {k}")),
+        }
+    }
+
+    /// Version 6's DTM50 column of a block whose DTZ50'' (`dtz`, illegal
+    /// indexes unknown; `z` as written), DTM and DTM50 are given.
+    fn dtm50_v6(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+        let n = z.len();
+        let (mut first, mut last_clock, mut points) = (Vec::new(), Vec::new(), Vec::new());
+        let mut k = 0;
+        for j in 0..n {
+            let inline = d.inline[j];
+            let further: &[u32] = if inline & MORE != 0 {
+                let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
+                k += 1;
+                s
+            } else {
+                &[]
+            };
+            if !decisive(z[j]) {
+                // A draw's DTM50 is a draw at every clock; an illegal
+                // index's is never read.
+                if dtz[j] != UNKNOWN && inline != DRAW as u32 {
+                    return Self::dtm50_every_index(dtz, dtm, d, out);
+                }
+                continue;
+            }
+            let f = Segment::unpack(inline & !MORE);
+            let last = further.last().map_or(f.max_clock, |&g| Segment::unpack(g).max_clock);
+            first.push(f.value.wrapping_sub(dtm[j]));
+            last_clock.push(last.wrapping_sub(expected_last_clock(z[j], f.value)));
+            if dtm[j] == z[j] {
+                // DTM is DTZ50'': the mate is the first zeroing move, and
+                // it fits the clock wherever the win does.
+                if !further.is_empty() {
+                    return Self::dtm50_every_index(dtz, dtm, d, out);
+                }
+                continue;
+            }
+            points.push(further.len() as u8);
+            let mut prev = f;
+            for &g in further {
+                let g = Segment::unpack(g);
+                let rise = g.value.wrapping_sub(prev.value);
+                if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
+                    points.push((rise / 8) as u8);
+                } else {
+                    points.push(RISE_ESCAPE);
+                    points.extend_from_slice(&rise.to_le_bytes());
+                }
+                points.push(g.max_clock.wrapping_sub(prev.max_clock));
+                prev = g;
+            }
+        }
+        out.push(Dtm50Column::Decisive as u8);
+        Self::planes16(first.iter().copied(), out);
+        out.extend_from_slice(&last_clock);
+        out.extend_from_slice(&points);
+    }
+
+    fn dtm50_every_index(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(Dtm50Column::EveryIndex as u8);
+        Self::dtm50(dtz, dtm, d, out);
+    }
+
+    /// Zero bytes an empty version 6 DTM50 frame stands for: the kind, each
+    /// won or lost position's first value and last clock, and no change
+    /// points for those whose DTM differs from DTZ50''.
+    fn dtm50_v6_zeros(z: &[u16], dtm: &[u16]) -> usize {
+        let won_lost = z.iter().filter(|&&v| decisive(v)).count();
+        let with_points = z.iter().zip(dtm).filter(|&(&vz, &vm)| decisive(vz) && vm != vz).count();
+        1 + 3 * won_lost + with_points
+    }
+
+    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16]) -> Result<Dtm50Data, String> {
+        let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
+        if kind == Dtm50Column::EveryIndex as u8 {
+            return Self::undtm50(rest, z, dtm);
+        }
+        if kind != Dtm50Column::Decisive as u8 {
+            return Err(format!("unknown DTM50 column kind {kind}"));
+        }
+        let won_lost = z.iter().filter(|&&v| decisive(v)).count();
+        if rest.len() < 3 * won_lost {
+            return Err("DTM50 column too short".into());
+        }
+        let mut first = Self::unplanes16(&rest[..2 * won_lost], won_lost)?;
+        let mut last_clock = rest[2 * won_lost..3 * won_lost].iter();
+        let mut points = &rest[3 * won_lost..];
+        let take = |points: &mut &[u8]| -> Result<u8, String> {
+            let (&b, tail) = points.split_first().ok_or("DTM50 change points cut short")?;
+            *points = tail;
+            Ok(b)
+        };
+        let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
+        let mut change = [(0u16, 0u8); 100];
+        for j in 0..z.len() {
+            if !decisive(z[j]) {
+                d.inline.push(DRAW as u32);
+                continue;
+            }
+            let value = first.next().expect("counted").wrapping_add(dtm[j]);
+            let last = last_clock.next().expect("counted").wrapping_add(expected_last_clock(z[j], value));
+            let count = if dtm[j] == z[j] { 0 } else { take(&mut points)? as usize };
+            if count > change.len() {
+                return Err("more change points than clocks".into());
+            }
+            for c in &mut change[..count] {
+                let code = take(&mut points)?;
+                let rise = if code == RISE_ESCAPE { u16::from_le_bytes([take(&mut points)?, take(&mut points)?]) } else { code as u16 * 8 };
+                *c = (rise, take(&mut points)?);
+            }
+            push_function(&mut d, j, value, last, &change[..count]);
+        }
+        if !points.is_empty() {
+            return Err("DTM50 column longer than its change points".into());
+        }
+        d.overflow_start.push(d.segments.len() as u32);
+        Ok(d)
+    }
+}
+
+/// Appends position `j`'s DTM50 to `d`: its first value, the last clock of
+/// its last segment, and its change points in clock order, each the rise of
+/// the value and how many clocks after the previous segment's the new one
+/// ends. The caller closes `d.overflow_start`.
+fn push_function(d: &mut Dtm50Data, j: usize, value: u16, last: u8, change: &[(u16, u8)]) {
+    let count = change.len();
+    // Clocks are known from the last one back.
+    let mut clocks = [0u8; 101];
+    let mut c = last;
+    clocks[count] = c;
+    for i in (0..count).rev() {
+        c = c.wrapping_sub(change[i].1);
+        clocks[i] = c;
+    }
+    let mut packed = Segment { value, max_clock: clocks[0] }.pack();
+    if count > 0 {
+        packed |= MORE;
+        d.overflow_index.push(j as u32);
+        d.overflow_start.push(d.segments.len() as u32);
+        let mut v = value;
+        for (i, &(rise, _)) in change.iter().enumerate() {
+            v = v.wrapping_add(rise);
+            d.segments.push(Segment { value: v, max_clock: clocks[i + 1] }.pack());
+        }
+    }
+    d.inline.push(packed);
+}
+
 /// One block compressed: its three frames.
 pub struct Encoded {
     frames: [Vec<u8>; 3],
@@ -383,17 +678,15 @@ fn encode_block<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, ran
     COMPRESSOR.with_borrow_mut(|z| {
         let z = z.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
         let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
-        let (z_column, m_column) = Columns::dtz_dtm(dtz, dtm);
+        let z_column = Columns::dtz_v6(dtz);
         let mut raw = Vec::with_capacity(4 * range.len());
         let mut scratch = Vec::new();
         Columns::planes16(z_column.iter().copied(), &mut raw);
         let dtz_frame = compress(&raw, z, &mut scratch);
-        raw.clear();
-        Columns::planes16(m_column.iter().copied(), &mut raw);
-        let dtm_frame = compress(&raw, z, &mut scratch);
+        let dtm_frame = Columns::dtm_v6(dtz, &z_column, dtm, z, &mut scratch);
         let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
             raw.clear();
-            Columns::dtm50(dtz, dtm, &d.slice(range), &mut raw);
+            Columns::dtm50_v6(dtz, &z_column, dtm, &d.slice(range), &mut raw);
             compress(&raw, z, &mut scratch)
         });
         Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
@@ -446,13 +739,26 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
     };
     column(frames[0], Some(2 * n), &mut raw)?;
     let dtz: Vec<u16> = Columns::unplanes16(&raw, n)?.collect();
-    column(frames[1], Some(2 * n), &mut raw)?;
-    let dtm: Vec<u16> = Columns::unplanes16(&raw, n)?.zip(&dtz).map(|(d, &z)| d.wrapping_add(z)).collect();
-    let dtm50 = if blocks.has_dtm50 {
-        column(frames[2], None, &mut raw)?;
-        Some(Columns::undtm50(&raw, &dtz, &dtm)?)
+    let (dtm, dtm50) = if blocks.version == 5 {
+        column(frames[1], Some(2 * n), &mut raw)?;
+        let dtm: Vec<u16> = Columns::unplanes16(&raw, n)?.zip(&dtz).map(|(d, &z)| d.wrapping_add(z)).collect();
+        let dtm50 = if blocks.has_dtm50 {
+            column(frames[2], None, &mut raw)?;
+            Some(Columns::undtm50(&raw, &dtz, &dtm)?)
+        } else {
+            None
+        };
+        (dtm, dtm50)
     } else {
-        None
+        column(frames[1], Some(Columns::dtm_v6_zeros(&dtz)).filter(|_| frames[1].is_empty()), &mut raw)?;
+        let dtm = Columns::undtm_v6(&raw, &dtz)?;
+        let dtm50 = if blocks.has_dtm50 {
+            column(frames[2], Some(Columns::dtm50_v6_zeros(&dtz, &dtm)).filter(|_| frames[2].is_empty()), &mut raw)?;
+            Some(Columns::undtm50_v6(&raw, &dtz, &dtm)?)
+        } else {
+            None
+        };
+        (dtm, dtm50)
     };
     let more_rank = dtm50.as_ref().map_or_else(Vec::new, |d| {
         let mut rank = Vec::with_capacity(n.div_ceil(64));
@@ -535,12 +841,16 @@ pub fn file_bytes(positions: usize, encoded: &[Encoded]) -> u64 {
 
 /// A whole table in memory from its blocks, in index order.
 pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
+    assemble_version(VERSION, material, positions, has_dtm50, legal_positions, encoded)
+}
+
+fn assemble_version(version: u32, material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
     let count = positions.div_ceil(BLOCK_POSITIONS);
     assert_eq!(encoded.len(), count, "one block per {BLOCK_POSITIONS} positions");
     let mut out = Vec::with_capacity(file_bytes(positions, encoded) as usize);
     let metrics = if has_dtm50 { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&VERSION.to_le_bytes());
+    out.extend_from_slice(&version.to_le_bytes());
     out.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     let mut name = [0u8; 16];
     name[..material.name().len()].copy_from_slice(material.name().as_bytes());
@@ -577,7 +887,7 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     let version = u32_at(8);
-    if version != VERSION || u32_at(12) as usize != HEADER_LEN {
+    if !(OLDEST_READ_VERSION..=VERSION).contains(&version) || u32_at(12) as usize != HEADER_LEN {
         return Err(format!("format version {version}, expected {VERSION}"));
     }
     let name = String::from_utf8_lossy(&bytes[16..32]).trim_end_matches('\0').to_string();
@@ -625,7 +935,7 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
         return Err(size_error());
     }
     let has_dtm50 = header.metrics & METRIC_DTM50 != 0;
-    Ok((header, Blocks { positions, block_positions, has_dtm50, entries }))
+    Ok((header, Blocks { version, positions, block_positions, has_dtm50, entries }))
 }
 
 /// The blocks of a file whose checksum or content is wrong, each named
@@ -650,10 +960,38 @@ pub fn v3_bytes(positions: usize, dtm50: Option<&Dtm50Data>) -> [u64; 3] {
     [HEADER_LEN as u64 + 2 * n, 2 * n, dtm50]
 }
 
+/// A table in format version 5, which is read as it is: for the tests
+/// that read one.
+#[cfg(test)]
+pub(crate) fn encode_v5(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+    let mut z = zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context");
+    let mut scratch = Vec::new();
+    let encoded: Vec<Encoded> = (0..dtz.len().div_ceil(BLOCK_POSITIONS))
+        .map(|b| {
+            let range = b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len());
+            let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
+            let (z_column, m_column) = Columns::dtz_dtm(dtz, dtm);
+            let mut raw = Vec::new();
+            Columns::planes16(z_column.iter().copied(), &mut raw);
+            let dtz_frame = compress(&raw, &mut z, &mut scratch);
+            raw.clear();
+            Columns::planes16(m_column.iter().copied(), &mut raw);
+            let dtm_frame = compress(&raw, &mut z, &mut scratch);
+            let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
+                raw.clear();
+                Columns::dtm50(dtz, dtm, &d.slice(range), &mut raw);
+                compress(&raw, &mut z, &mut scratch)
+            });
+            Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
+        })
+        .collect();
+    assemble_version(5, material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::{dtm50::Dtm50View, value};
+    use crate::builtin::dtm50::Dtm50View;
 
     /// A decoded block finds each position's further DTM50 segments by its
     /// rank table, and answers every clock as the data it was written from
@@ -684,25 +1022,137 @@ mod tests {
             }
         }
         d.overflow_start.push(d.segments.len() as u32);
+        for version in [VERSION, 5] {
+            let (checked, further_checked) = reads_back(version, &dtz, &dtm, &d);
+            assert_eq!(checked, n * 100);
+            assert!(further_checked > n, "{further_checked} further segments");
+        }
+    }
+
+    /// Encodes the values in format `version` and reads every block back:
+    /// DTZ50'', DTM and DTM50 at every clock of every legal index (DTZ50''
+    /// known) as given. Returns the (index, clock) pairs checked and the
+    /// further DTM50 segments among them.
+    fn reads_back(version: u32, dtz: &[u16], dtm: &[u16], d: &Dtm50Data) -> (usize, usize) {
+        let n = dtz.len();
         let material = Material::parse("KQvK").unwrap();
-        let bytes = encode(&material, &dtz, &dtm, Some(&d), n as u64);
-        let (_, blocks) = validate_layout(&bytes, &material, n).unwrap();
+        let legal = dtz.iter().filter(|&&v| v != UNKNOWN).count() as u64;
+        let bytes = if version == 5 { encode_v5(&material, dtz, dtm, Some(d), legal) } else { encode(&material, dtz, dtm, Some(d), legal) };
+        let (header, blocks) = validate_layout(&bytes, &material, n).unwrap();
+        assert_eq!((blocks.version, header.legal_positions), (version, legal));
+        assert!(damaged_blocks(&bytes, &blocks).is_empty());
         let (mut checked, mut further_checked) = (0, 0);
         for b in 0..blocks.entries.len() {
             let block = decode_block(&bytes, &blocks, b).unwrap();
             for (j, idx) in blocks.range(b).enumerate() {
+                if dtz[idx] == UNKNOWN {
+                    continue;
+                }
+                assert_eq!((block.dtz[j], block.dtm[j]), (dtz[idx], dtm[idx]), "version {version}, index {idx}");
                 let (mut got, mut want) = (Vec::new(), Vec::new());
                 block.dtm50_segments_into(j as u32, &mut got);
                 d.segments_into(idx as u32, &mut want);
-                assert_eq!(got, want, "index {idx}");
+                assert_eq!(got, want, "version {version}, index {idx}");
                 further_checked += want.len().saturating_sub(1);
                 for clock in 0..=LAST_MOVE_CLOCK as u32 {
-                    assert_eq!(block.dtm50_at_clock(j as u32, clock), Some(d.at_clock(idx as u32, clock)), "index {idx}, clock {clock}");
+                    assert_eq!(block.dtm50_at_clock(j as u32, clock), Some(d.at_clock(idx as u32, clock)), "version {version}, index {idx}, clock {clock}");
                     checked += 1;
                 }
             }
         }
-        assert_eq!(checked, n * 100);
-        assert!(further_checked > n, "{further_checked} further segments");
+        (checked, further_checked)
+    }
+
+    /// The kind byte of block `b`'s column `k` (1 DTM, 2 DTM50), version 6.
+    fn column_kind(bytes: &[u8], blocks: &Blocks, b: usize, k: usize) -> Option<u8> {
+        let e = blocks.entries[b];
+        let start = e.offset + e.frame_bytes[..k].iter().map(|&l| l as usize).sum::<usize>();
+        let frame = &bytes[start..start + e.frame_bytes[k] as usize];
+        let mut raw = Vec::new();
+        (!frame.is_empty()).then(|| {
+            decompress(frame, None, &mut raw).unwrap();
+            raw[0]
+        })
+    }
+
+    /// Values version 6 writes compactly and values that break its
+    /// assumptions, read back exactly from both versions: illegal indexes
+    /// and draws between won and lost positions, distances past 255 plies,
+    /// rises that are not whole moves or past the one-byte code, a block
+    /// with a position whose DTM is DTZ50'' but DTM50 changes (DTM50 of
+    /// every index), a block with a drawn position whose DTM is a win (DTM
+    /// and DTM50 of every index).
+    #[test]
+    fn awkward_values_read_back_in_both_versions() {
+        let n = 3 * BLOCK_POSITIONS + 77;
+        let (mut dtz, mut dtm) = (vec![UNKNOWN; n], vec![UNKNOWN; n]);
+        // Each index's DTM50 segments; none for an illegal index or a draw.
+        let mut functions: Vec<Vec<Segment>> = vec![Vec::new(); n];
+        let seg = |value, max_clock| Segment { value, max_clock };
+        for j in 0..n {
+            let r = (j * 7919) % 97;
+            let plies = 1 + (j % 61) as u16 * 2 + if r < 5 { 300 } else { 0 };
+            let (win, loss) = (value::win(plies), value::loss(plies + 1));
+            match r {
+                0..=9 => {}
+                10..=29 => (dtz[j], dtm[j]) = (DRAW, DRAW),
+                30..=49 => {
+                    // DTM is DTZ50'': DTM50 is DTM up to the last clock.
+                    (dtz[j], dtm[j]) = (win, win);
+                    functions[j] = vec![seg(win, 99 - (plies % 99) as u8)];
+                }
+                50..=69 => {
+                    (dtz[j], dtm[j]) = (loss, value::loss(plies + 9));
+                    let last = (100 - (plies + 1).min(100)) as u8;
+                    functions[j] = vec![seg(dtm[j], last / 3), seg(value::loss(plies + 13), last / 2), seg(value::loss(plies + 21), last)];
+                }
+                70..=79 => {
+                    // Rises of 3 plies (not whole moves) and of 700 (past
+                    // the one-byte code).
+                    (dtz[j], dtm[j]) = (win, value::win(plies + 4));
+                    functions[j] = vec![seg(dtm[j], 10), seg(value::win(plies + 7), 20), seg(value::win(plies + 707), 40)];
+                }
+                _ => {
+                    // A cursed win: DTM50 a draw at every clock.
+                    (dtz[j], dtm[j]) = (value::win(plies + 150), value::win(plies + 200));
+                    functions[j] = vec![seg(DRAW, 0)];
+                }
+            }
+        }
+        // Block 1: a position whose DTM is DTZ50'' but whose DTM50 changes.
+        let j = BLOCK_POSITIONS + 100;
+        (dtz[j], dtm[j]) = (value::win(7), value::win(7));
+        functions[j] = vec![seg(value::win(7), 30), seg(value::win(9), 93)];
+        // Block 2: a drawn position whose DTM is a win.
+        let j = 2 * BLOCK_POSITIONS + 5;
+        (dtz[j], dtm[j]) = (DRAW, value::win(41));
+        functions[j] = vec![seg(value::win(41), 59)];
+        let mut d = Dtm50Data::default();
+        for (j, list) in functions.iter().enumerate() {
+            match list.as_slice() {
+                [] => d.inline.push(if dtz[j] == UNKNOWN { UNKNOWN as u32 } else { DRAW as u32 }),
+                [only] => d.inline.push(only.pack()),
+                [first, further @ ..] => {
+                    d.inline.push(first.pack() | MORE);
+                    d.overflow_index.push(j as u32);
+                    d.overflow_start.push(d.segments.len() as u32);
+                    d.segments.extend(further.iter().map(|g| g.pack()));
+                }
+            }
+        }
+        d.overflow_start.push(d.segments.len() as u32);
+        for version in [VERSION, 5] {
+            let (checked, further_checked) = reads_back(version, &dtz, &dtm, &d);
+            assert_eq!(checked, 100 * dtz.iter().filter(|&&v| v != UNKNOWN).count());
+            assert!(further_checked > n / 10, "{further_checked}");
+        }
+        let material = Material::parse("KQvK").unwrap();
+        let bytes = encode(&material, &dtz, &dtm, Some(&d), 0);
+        let (_, blocks) = validate_layout(&bytes, &material, n).unwrap();
+        let kinds = |b| (column_kind(&bytes, &blocks, b, 1), column_kind(&bytes, &blocks, b, 2));
+        assert!(matches!(kinds(0), (Some(0 | 1), Some(0))), "{:?}", kinds(0));
+        assert!(matches!(kinds(1), (Some(0 | 1), Some(1))), "{:?}", kinds(1));
+        assert_eq!(kinds(2), (Some(DtmColumn::EveryIndex as u8), Some(Dtm50Column::EveryIndex as u8)));
+        assert!(matches!(kinds(3), (Some(0 | 1), Some(0))), "{:?}", kinds(3));
     }
 }
