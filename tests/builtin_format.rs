@@ -213,3 +213,80 @@ fn blocks_give_back_every_five_piece_value() {
         );
     }
 }
+
+/// Tables of format version 5 (read as they are) converted to the current
+/// version without generating them again: each block decoded, its illegal
+/// indexes (by `Layout::decode`) marked unknown, and encoded again. This is
+/// how the current format's sizes were measured on 5-piece tables made
+/// before it. With `TBSERVER_CONVERT_CHECK` naming a directory of tables
+/// generated in the current version, each converted file that has one
+/// there must equal it byte for byte (the 3–4-piece tables in the tests'
+/// directory, say).
+///
+///   TBSERVER_CONVERT_FROM=DIR [TBSERVER_CONVERT_CHECK=DIR] [TBSERVER_CONVERT_ONLY=KQvK,..]
+///     cargo test --release --test builtin_format -- --ignored --nocapture
+#[test]
+#[ignore]
+fn version_5_tables_convert_to_the_current_version() {
+    let from = std::path::PathBuf::from(std::env::var_os("TBSERVER_CONVERT_FROM").expect("TBSERVER_CONVERT_FROM: a directory of version 5 tables"));
+    let check = std::env::var_os("TBSERVER_CONVERT_CHECK").map(std::path::PathBuf::from);
+    let only: Option<Vec<String>> = std::env::var("TBSERVER_CONVERT_ONLY").ok().map(|s| s.split(',').map(String::from).collect());
+    let mut names: Vec<String> = std::fs::read_dir(&from)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.strip_suffix(".tbsb").map(String::from))
+        .filter(|n| only.as_ref().is_none_or(|o| o.contains(n)))
+        .collect();
+    names.sort();
+    let (mut before, mut after, mut compared) = (0u64, 0u64, 0);
+    for name in names {
+        let started = std::time::Instant::now();
+        let m = tbserver::builtin::Material::parse(&name).unwrap();
+        let layout = Layout::new(&m);
+        let bytes = std::fs::read(from.join(format!("{name}.tbsb"))).unwrap();
+        let (header, blocks) = format::validate_layout(&bytes, &m, layout.size).unwrap();
+        if blocks.version != 5 {
+            report!("{name}: version {}, not converted", blocks.version);
+            continue;
+        }
+        let encoded: Vec<_> = (0..blocks.entries.len())
+            .into_par_iter()
+            .map(|b| {
+                let mut d = format::decode_block(&bytes, &blocks, b).unwrap();
+                for (j, idx) in blocks.range(b).enumerate() {
+                    if layout.decode(idx as u32).is_none() {
+                        (d.dtz[j], d.dtm[j]) = (tbserver::builtin::value::UNKNOWN, tbserver::builtin::value::UNKNOWN);
+                        if let Some(x) = d.dtm50.as_mut() {
+                            x.inline[j] = tbserver::builtin::value::UNKNOWN as u32;
+                        }
+                    }
+                }
+                format::encode_one(&d.dtz, &d.dtm, d.dtm50.as_ref())
+            })
+            .collect();
+        let out = format::assemble(&m, layout.size, blocks.has_dtm50, header.legal_positions, &encoded);
+        let (_, converted) = format::validate_layout(&out, &m, layout.size).unwrap();
+        let (old, new) = (blocks.metric_bytes(), converted.metric_bytes());
+        report!(
+            "{name:8} {:>11} indexes: v5 {:>11} bytes (DTZ {} DTM {} DTM50 {}), v{} {:>11} bytes (DTZ {} DTM {} DTM50 {}), {:.3}; {:.1} s",
+            layout.size,
+            bytes.len(),
+            old[0],
+            old[1],
+            old[2],
+            format::VERSION,
+            out.len(),
+            new[0],
+            new[1],
+            new[2],
+            out.len() as f64 / bytes.len() as f64,
+            started.elapsed().as_secs_f64()
+        );
+        (before, after) = (before + bytes.len() as u64, after + out.len() as u64);
+        if let Some(generated) = check.as_ref().and_then(|c| std::fs::read(c.join(format!("{name}.tbsb"))).ok()) {
+            assert!(generated == out, "{name}: converted file differs from the one generated");
+            compared += 1;
+        }
+    }
+    report!("converted: {before} bytes in version 5, {after} in version {}; {compared} equal to the files generated", format::VERSION);
+}

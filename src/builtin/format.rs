@@ -282,7 +282,6 @@ fn unzigzag(u: u16) -> i32 {
 /// or this and the rise as it is.
 const RISE_ESCAPE: u8 = 255;
 
-
 /// One position's DTM50 function: its first segment and its further ones.
 struct Function<'a> {
     first: Segment,
@@ -433,16 +432,6 @@ impl Columns {
         }
     }
 
-    fn unnarrow_planes(bytes: &[u8], n: usize) -> Result<Vec<u16>, String> {
-        if bytes.len() == n {
-            Ok(bytes.iter().map(|&b| b as u16).collect())
-        } else if bytes.len() == 2 * n {
-            Ok(Self::unplanes16(bytes, n)?.collect())
-        } else {
-            Err("column not the size of its values".into())
-        }
-    }
-
     /// Version 6's DTZ50'' column of a block: an illegal index is a draw.
     fn dtz_v6(dtz: &[u16]) -> Vec<u16> {
         dtz.iter().map(|&v| if v == UNKNOWN { DRAW } else { v }).collect()
@@ -477,32 +466,40 @@ impl Columns {
     }
 
     /// Zero bytes an empty version 6 DTM frame stands for.
-    fn dtm_v6_zeros(z: &[u16]) -> usize {
-        1 + z.iter().filter(|&&v| decisive(v)).count()
+    fn dtm_v6_zeros(won_lost: usize) -> usize {
+        1 + won_lost
     }
 
-    fn undtm_v6(bytes: &[u8], z: &[u16]) -> Result<Vec<u16>, String> {
+    /// DTM from a version 6 column, given DTZ50'' and how many positions
+    /// it says are won or lost.
+    fn undtm_v6(bytes: &[u8], z: &[u16], won_lost: usize) -> Result<Vec<u16>, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM column empty")?;
-        let from_plies = |plies_of: &dyn Fn(u16, u16) -> i32| -> Result<Vec<u16>, String> {
-            let won_lost = z.iter().filter(|&&v| decisive(v)).count();
-            let mut column = Self::unnarrow_planes(rest, won_lost)?.into_iter();
-            Ok(z.iter()
-                .map(|&vz| {
-                    if decisive(vz) {
-                        let plies = plies_of(column.next().expect("counted"), vz).clamp(0, value::MAX_PLIES as i32) as u16;
-                        plies << 2 | (vz & 3)
-                    } else {
-                        DRAW
-                    }
-                })
-                .collect())
-        };
-        match kind {
-            k if k == DtmColumn::LessDtz as u8 => from_plies(&|u, vz| value::plies(vz) as i32 + unzigzag(u)),
-            k if k == DtmColumn::Plies as u8 => from_plies(&|u, _| u as i32),
-            k if k == DtmColumn::EveryIndex as u8 => Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect()),
-            k => Err(format!("unknown DTM column kind {k}")),
+        if kind == DtmColumn::EveryIndex as u8 {
+            return Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect());
         }
+        let less = match kind {
+            k if k == DtmColumn::LessDtz as u8 => true,
+            k if k == DtmColumn::Plies as u8 => false,
+            k => return Err(format!("unknown DTM column kind {k}")),
+        };
+        let high = match rest.len() {
+            n if n == won_lost => None,
+            n if n == 2 * won_lost => Some(&rest[won_lost..]),
+            _ => return Err("DTM column not the size of its values".into()),
+        };
+        let mut out = Vec::with_capacity(z.len());
+        let mut k = 0;
+        for &vz in z {
+            if !decisive(vz) {
+                out.push(DRAW);
+                continue;
+            }
+            let u = rest[k] as u16 | high.map_or(0, |h| (h[k] as u16) << 8);
+            k += 1;
+            let plies = if less { value::plies(vz) as i32 + unzigzag(u) } else { u as i32 };
+            out.push((plies.clamp(0, value::MAX_PLIES as i32) as u16) << 2 | (vz & 3));
+        }
+        Ok(out)
     }
 
     /// Version 6's DTM50 column of a block whose DTZ50'' (`dtz`, illegal
@@ -570,13 +567,12 @@ impl Columns {
     /// Zero bytes an empty version 6 DTM50 frame stands for: the kind, each
     /// won or lost position's first value and last clock, and no change
     /// points for those whose DTM differs from DTZ50''.
-    fn dtm50_v6_zeros(z: &[u16], dtm: &[u16]) -> usize {
-        let won_lost = z.iter().filter(|&&v| decisive(v)).count();
+    fn dtm50_v6_zeros(z: &[u16], dtm: &[u16], won_lost: usize) -> usize {
         let with_points = z.iter().zip(dtm).filter(|&(&vz, &vm)| decisive(vz) && vm != vz).count();
         1 + 3 * won_lost + with_points
     }
 
-    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16]) -> Result<Dtm50Data, String> {
+    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Self::undtm50(rest, z, dtm);
@@ -584,13 +580,12 @@ impl Columns {
         if kind != Dtm50Column::Decisive as u8 {
             return Err(format!("unknown DTM50 column kind {kind}"));
         }
-        let won_lost = z.iter().filter(|&&v| decisive(v)).count();
         if rest.len() < 3 * won_lost {
             return Err("DTM50 column too short".into());
         }
-        let mut first = Self::unplanes16(&rest[..2 * won_lost], won_lost)?;
-        let mut last_clock = rest[2 * won_lost..3 * won_lost].iter();
-        let mut points = &rest[3 * won_lost..];
+        let (first_low, rest) = rest.split_at(won_lost);
+        let (first_high, rest) = rest.split_at(won_lost);
+        let (last_clock, mut points) = rest.split_at(won_lost);
         let take = |points: &mut &[u8]| -> Result<u8, String> {
             let (&b, tail) = points.split_first().ok_or("DTM50 change points cut short")?;
             *points = tail;
@@ -598,14 +593,20 @@ impl Columns {
         };
         let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
         let mut change = [(0u16, 0u8); 100];
-        for j in 0..z.len() {
-            if !decisive(z[j]) {
+        let mut k = 0;
+        for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
+            if !decisive(vz) {
                 d.inline.push(DRAW as u32);
                 continue;
             }
-            let value = first.next().expect("counted").wrapping_add(dtm[j]);
-            let last = last_clock.next().expect("counted").wrapping_add(expected_last_clock(z[j], value));
-            let count = if dtm[j] == z[j] { 0 } else { take(&mut points)? as usize };
+            let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
+            let last = last_clock[k].wrapping_add(expected_last_clock(vz, value));
+            k += 1;
+            let count = if vm == vz { 0 } else { take(&mut points)? as usize };
+            if count == 0 {
+                d.inline.push(Segment { value, max_clock: last }.pack());
+                continue;
+            }
             if count > change.len() {
                 return Err("more change points than clocks".into());
             }
@@ -750,11 +751,12 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         };
         (dtm, dtm50)
     } else {
-        column(frames[1], Some(Columns::dtm_v6_zeros(&dtz)).filter(|_| frames[1].is_empty()), &mut raw)?;
-        let dtm = Columns::undtm_v6(&raw, &dtz)?;
+        let won_lost = dtz.iter().filter(|&&v| decisive(v)).count();
+        column(frames[1], Some(Columns::dtm_v6_zeros(won_lost)).filter(|_| frames[1].is_empty()), &mut raw)?;
+        let dtm = Columns::undtm_v6(&raw, &dtz, won_lost)?;
         let dtm50 = if blocks.has_dtm50 {
-            column(frames[2], Some(Columns::dtm50_v6_zeros(&dtz, &dtm)).filter(|_| frames[2].is_empty()), &mut raw)?;
-            Some(Columns::undtm50_v6(&raw, &dtz, &dtm)?)
+            column(frames[2], Some(Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)).filter(|_| frames[2].is_empty()), &mut raw)?;
+            Some(Columns::undtm50_v6(&raw, &dtz, &dtm, won_lost)?)
         } else {
             None
         };
