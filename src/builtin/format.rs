@@ -390,33 +390,18 @@ impl Columns {
         let held = &rest[2 * extra..];
         let mut d = Dtm50Data { inline: Vec::with_capacity(n), ..Dtm50Data::default() };
         let mut s = 0;
-        let mut clocks = [0u8; 101];
+        let mut change = [(0u16, 0u8); 100];
         for (j, f) in first.enumerate() {
             let value = f.wrapping_add(dtm[j]);
             let count = changes[j] as usize;
-            if count > 100 {
+            if count > change.len() {
                 return Err("more change points than clocks".into());
             }
-            // Clocks are known from the last one back.
-            let mut c = last_clock[j].wrapping_add(expected_last_clock(dtz[j], value));
-            clocks[count] = c;
-            for i in (0..count).rev() {
-                c = c.wrapping_sub(held[s + i]);
-                clocks[i] = c;
+            for (c, &h) in change[..count].iter_mut().zip(&held[s..s + count]) {
+                *c = (rise.next().expect("counted"), h);
             }
-            let mut packed = Segment { value, max_clock: clocks[0] }.pack();
-            if count > 0 {
-                packed |= MORE;
-                d.overflow_index.push(j as u32);
-                d.overflow_start.push(d.segments.len() as u32);
-                let mut v = value;
-                for &clock in &clocks[1..=count] {
-                    v = v.wrapping_add(rise.next().expect("counted"));
-                    d.segments.push(Segment { value: v, max_clock: clock }.pack());
-                }
-                s += count;
-            }
-            d.inline.push(packed);
+            s += count;
+            push_function(&mut d, j, value, last_clock[j].wrapping_add(expected_last_clock(dtz[j], value)), &change[..count]);
         }
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
