@@ -108,11 +108,8 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
     // table the service reads.
     let builtin_five = |pos: &Chess| {
         pos.board().occupied().count() == 5
-            && std::fs::File::open(builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board())))).is_ok_and(|mut f| {
-                let mut head = [0u8; 12];
-                std::io::Read::read_exact(&mut f, &mut head).is_ok()
-                    && (tbserver::builtin::format::OLDEST_READ_VERSION..=tbserver::builtin::format::VERSION).contains(&u32::from_le_bytes(head[8..12].try_into().unwrap()))
-            })
+            && common::builtin_file_version(&builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board()))))
+                .is_some_and(|v| (tbserver::builtin::format::OLDEST_READ_VERSION..=tbserver::builtin::format::VERSION).contains(&v))
     };
     let mut counts = Counts::default();
     let mut check = |pos: &Chess| {

@@ -288,11 +288,48 @@ struct Function<'a> {
     further: &'a [u32],
 }
 
+impl Function<'_> {
+    /// The last clock of its last segment.
+    fn last_clock(&self) -> u8 {
+        self.further.last().map_or(self.first.max_clock, |&g| Segment::unpack(g).max_clock)
+    }
+
+    /// Its change points in clock order, each the rise of the value and how
+    /// many clocks after the previous segment's the new one ends (what
+    /// [`push_function`] takes back).
+    fn changes(&self) -> impl Iterator<Item = (u16, u8)> + '_ {
+        let mut prev = self.first;
+        self.further.iter().map(move |&g| {
+            let g = Segment::unpack(g);
+            let change = (g.value.wrapping_sub(prev.value), g.max_clock.wrapping_sub(prev.max_clock));
+            prev = g;
+            change
+        })
+    }
+}
+
+/// The DTM50 function of each position of `d`, in order: the overflow is
+/// sorted by index, and walked along.
+fn functions(d: &Dtm50Data) -> impl Iterator<Item = Function<'_>> {
+    let mut k = 0;
+    d.inline.iter().enumerate().map(move |(j, &inline)| {
+        let further: &[u32] = if inline & MORE != 0 {
+            debug_assert_eq!(d.overflow_index[k], j as u32);
+            let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
+            k += 1;
+            s
+        } else {
+            &[]
+        };
+        Function { first: Segment::unpack(inline & !MORE), further }
+    })
+}
+
 /// The last clock DTM50 of a won or lost position is expected to hold
 /// for, given its DTZ50'': a zeroing move is due within that many plies.
 #[inline]
 fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
-    if value::is_win(first_value) || value::is_loss(first_value) {
+    if decisive(first_value) {
         (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8
     } else {
         0
@@ -333,38 +370,22 @@ impl Columns {
         let n = dtz.len();
         let (mut first, mut last_clock, mut changes) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         let (mut rise, mut held) = (Vec::new(), Vec::new());
-        // The overflow is sorted by index: walked along with the block.
-        let mut k = 0;
         let (mut prev_first, mut prev_last) = (0u16, 0u8);
-        for j in 0..n {
-            let inline = d.inline[j];
-            let further: &[u32] = if inline & MORE != 0 {
-                debug_assert_eq!(d.overflow_index[k], j as u32);
-                let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
-                k += 1;
-                s
-            } else {
-                &[]
-            };
+        for (j, f) in functions(d).enumerate() {
             if dtz[j] == UNKNOWN {
                 first.push(prev_first);
                 last_clock.push(prev_last);
                 changes.push(0);
                 continue;
             }
-            let f = Function { first: Segment::unpack(inline & !MORE), further };
-            let last = f.further.last().map_or(f.first.max_clock, |&g| Segment::unpack(g).max_clock);
             prev_first = f.first.value.wrapping_sub(dtm[j]);
-            prev_last = last.wrapping_sub(expected_last_clock(dtz[j], f.first.value));
+            prev_last = f.last_clock().wrapping_sub(expected_last_clock(dtz[j], f.first.value));
             first.push(prev_first);
             last_clock.push(prev_last);
             changes.push(f.further.len() as u8);
-            let mut prev = f.first;
-            for &g in f.further {
-                let g = Segment::unpack(g);
-                rise.push(g.value.wrapping_sub(prev.value));
-                held.push(g.max_clock.wrapping_sub(prev.max_clock));
-                prev = g;
+            for (r, h) in f.changes() {
+                rise.push(r);
+                held.push(h);
             }
         }
         Self::planes16(first.iter().copied(), out);
@@ -490,51 +511,36 @@ impl Columns {
     /// Version 6's DTM50 column of a block whose DTZ50'' (`dtz`, illegal
     /// indexes unknown; `z` as written), DTM and DTM50 are given.
     fn dtm50_v6(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        let n = z.len();
         let (mut first, mut last_clock, mut points) = (Vec::new(), Vec::new(), Vec::new());
-        let mut k = 0;
-        for j in 0..n {
-            let inline = d.inline[j];
-            let further: &[u32] = if inline & MORE != 0 {
-                let s = &d.segments[d.overflow_start[k] as usize..d.overflow_start[k + 1] as usize];
-                k += 1;
-                s
-            } else {
-                &[]
-            };
+        for (j, f) in functions(d).enumerate() {
             if !decisive(z[j]) {
                 // A draw's DTM50 is a draw at every clock; an illegal
                 // index's is never read.
-                if dtz[j] != UNKNOWN && inline != DRAW as u32 {
+                let draw = f.further.is_empty() && f.first == Segment { value: DRAW, max_clock: 0 };
+                if dtz[j] != UNKNOWN && !draw {
                     return Self::dtm50_every_index(dtz, dtm, d, out);
                 }
                 continue;
             }
-            let f = Segment::unpack(inline & !MORE);
-            let last = further.last().map_or(f.max_clock, |&g| Segment::unpack(g).max_clock);
-            first.push(f.value.wrapping_sub(dtm[j]));
-            last_clock.push(last.wrapping_sub(expected_last_clock(z[j], f.value)));
+            first.push(f.first.value.wrapping_sub(dtm[j]));
+            last_clock.push(f.last_clock().wrapping_sub(expected_last_clock(z[j], f.first.value)));
             if dtm[j] == z[j] {
                 // DTM is DTZ50'': the mate is the first zeroing move, and
                 // it fits the clock wherever the win does.
-                if !further.is_empty() {
+                if !f.further.is_empty() {
                     return Self::dtm50_every_index(dtz, dtm, d, out);
                 }
                 continue;
             }
-            points.push(further.len() as u8);
-            let mut prev = f;
-            for &g in further {
-                let g = Segment::unpack(g);
-                let rise = g.value.wrapping_sub(prev.value);
+            points.push(f.further.len() as u8);
+            for (rise, held) in f.changes() {
                 if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
                     points.push((rise / 8) as u8);
                 } else {
                     points.push(RISE_ESCAPE);
                     points.extend_from_slice(&rise.to_le_bytes());
                 }
-                points.push(g.max_clock.wrapping_sub(prev.max_clock));
-                prev = g;
+                points.push(held);
             }
         }
         out.push(Dtm50Column::Decisive as u8);
@@ -737,10 +743,10 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         (dtm, dtm50)
     } else {
         let won_lost = dtz.iter().filter(|&&v| decisive(v)).count();
-        column(frames[1], Some(Columns::dtm_v6_zeros(won_lost)).filter(|_| frames[1].is_empty()), &mut raw)?;
+        column(frames[1], frames[1].is_empty().then(|| Columns::dtm_v6_zeros(won_lost)), &mut raw)?;
         let dtm = Columns::undtm_v6(&raw, &dtz, won_lost)?;
         let dtm50 = if blocks.has_dtm50 {
-            column(frames[2], Some(Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)).filter(|_| frames[2].is_empty()), &mut raw)?;
+            column(frames[2], frames[2].is_empty().then(|| Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)), &mut raw)?;
             Some(Columns::undtm50_v6(&raw, &dtz, &dtm, won_lost)?)
         } else {
             None

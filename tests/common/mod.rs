@@ -59,6 +59,15 @@ pub fn builtin_test_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("builtin-tables"))
 }
 
+/// The format version in the header of the built-in table file at `path`,
+/// if it can be read.
+pub fn builtin_file_version(path: &std::path::Path) -> Option<u32> {
+    let mut head = [0u8; 12];
+    let mut f = std::fs::File::open(path).ok()?;
+    std::io::Read::read_exact(&mut f, &mut head).ok()?;
+    Some(u32::from_le_bytes(head[8..12].try_into().unwrap()))
+}
+
 /// The built-in tables of up to 4 pieces, generated where the other tests
 /// keep them (`$TBSERVER_BUILTIN_TEST_DIR`, else the target's tmp dir).
 pub fn generated_builtin_dir() -> PathBuf {
@@ -67,10 +76,7 @@ pub fn generated_builtin_dir() -> PathBuf {
     // read: the tests compare the files with the current encoding.
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = entry.path();
-        let mut head = [0u8; 12];
-        let read = path.extension().is_some_and(|e| e == "tbsb")
-            && std::fs::File::open(&path).is_ok_and(|mut f| std::io::Read::read_exact(&mut f, &mut head).is_ok());
-        if read && u32::from_le_bytes(head[8..12].try_into().unwrap()) < tbserver::builtin::format::VERSION {
+        if path.extension().is_some_and(|e| e == "tbsb") && builtin_file_version(&path).is_some_and(|v| v < tbserver::builtin::format::VERSION) {
             let _ = std::fs::remove_file(&path);
         }
     }
