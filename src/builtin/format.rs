@@ -309,6 +309,16 @@ fn unzigzag(u: u16) -> i32 {
 /// or this and the rise as it is.
 const RISE_ESCAPE: u8 = 255;
 
+/// A change point's rise as versions 6 and 7 write it (see [`RISE_ESCAPE`]).
+fn write_rise(rise: u16, out: &mut Vec<u8>) {
+    if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
+        out.push((rise / 8) as u8);
+    } else {
+        out.push(RISE_ESCAPE);
+        out.extend_from_slice(&rise.to_le_bytes());
+    }
+}
+
 /// Pair bytes below it hold a change point whole; [`RISE_ESCAPE`] says it
 /// is written after the tail (version 7).
 const PAIRS: u16 = 240;
@@ -396,6 +406,48 @@ fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
         (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8
     } else {
         0
+    }
+}
+
+/// What version 6 and 7 DTM50 columns have in common: per won or lost
+/// position (by DTZ50''), its first value less DTM and its last clock less
+/// the expected one; the functions of those whose DTM differs from
+/// DTZ50'', with their place in the block.
+struct Decisive<'a> {
+    first: Vec<u16>,
+    last_clock: Vec<u8>,
+    records: Vec<(usize, Function<'a>)>,
+}
+
+impl<'a> Decisive<'a> {
+    /// `None` if the block breaks an assumption: a drawn position whose
+    /// DTM50 is not a draw, or one whose DTM50 changes though its DTM is
+    /// DTZ50''.
+    fn of(dtz: &[u16], z: &[u16], dtm: &[u16], d: &'a Dtm50Data) -> Option<Self> {
+        let mut parts = Decisive { first: Vec::new(), last_clock: Vec::new(), records: Vec::new() };
+        for (j, f) in functions(d).enumerate() {
+            if !decisive(z[j]) {
+                // A draw's DTM50 is a draw at every clock; an illegal
+                // index's is never read.
+                let draw = f.further.is_empty() && f.first == Segment { value: DRAW, max_clock: 0 };
+                if dtz[j] != UNKNOWN && !draw {
+                    return None;
+                }
+                continue;
+            }
+            parts.first.push(f.first.value.wrapping_sub(dtm[j]));
+            parts.last_clock.push(f.last_clock().wrapping_sub(expected_last_clock(z[j], f.first.value)));
+            if dtm[j] == z[j] {
+                // DTM is DTZ50'': the mate is the first zeroing move, and
+                // it fits the clock wherever the win does.
+                if !f.further.is_empty() {
+                    return None;
+                }
+                continue;
+            }
+            parts.records.push((j, f));
+        }
+        Some(parts)
     }
 }
 
@@ -575,35 +627,14 @@ impl Columns {
     /// indexes unknown; `z` as written), DTM and DTM50 are given.
     #[cfg(test)]
     fn dtm50_v6(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        let (mut first, mut last_clock, mut points) = (Vec::new(), Vec::new(), Vec::new());
-        for (j, f) in functions(d).enumerate() {
-            if !decisive(z[j]) {
-                // A draw's DTM50 is a draw at every clock; an illegal
-                // index's is never read.
-                let draw = f.further.is_empty() && f.first == Segment { value: DRAW, max_clock: 0 };
-                if dtz[j] != UNKNOWN && !draw {
-                    return Self::dtm50_every_index(dtz, dtm, d, out);
-                }
-                continue;
-            }
-            first.push(f.first.value.wrapping_sub(dtm[j]));
-            last_clock.push(f.last_clock().wrapping_sub(expected_last_clock(z[j], f.first.value)));
-            if dtm[j] == z[j] {
-                // DTM is DTZ50'': the mate is the first zeroing move, and
-                // it fits the clock wherever the win does.
-                if !f.further.is_empty() {
-                    return Self::dtm50_every_index(dtz, dtm, d, out);
-                }
-                continue;
-            }
+        let Some(Decisive { first, last_clock, records }) = Decisive::of(dtz, z, dtm, d) else {
+            return Self::dtm50_every_index(dtz, dtm, d, out);
+        };
+        let mut points = Vec::new();
+        for (_, f) in records {
             points.push(f.further.len() as u8);
             for (rise, held) in f.changes() {
-                if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
-                    points.push((rise / 8) as u8);
-                } else {
-                    points.push(RISE_ESCAPE);
-                    points.extend_from_slice(&rise.to_le_bytes());
-                }
+                write_rise(rise, &mut points);
                 points.push(held);
             }
         }
@@ -641,30 +672,15 @@ impl Columns {
         if rest.len() < 3 * won_lost {
             return Err("DTM50 column too short".into());
         }
-        let (first_low, rest) = rest.split_at(won_lost);
-        let (first_high, rest) = rest.split_at(won_lost);
-        let (last_clock, mut points) = rest.split_at(won_lost);
+        let (planes, mut points) = rest.split_at(3 * won_lost);
         let take = |points: &mut &[u8]| -> Result<u8, String> {
             let (&b, tail) = points.split_first().ok_or("DTM50 change points cut short")?;
             *points = tail;
             Ok(b)
         };
-        let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
         let mut change = [(0u16, 0u8); 100];
-        let mut k = 0;
-        for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
-            if !decisive(vz) {
-                d.inline.push(DRAW as u32);
-                continue;
-            }
-            let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
-            let last = last_clock[k].wrapping_add(expected_last_clock(vz, value));
-            k += 1;
-            let count = if vm == vz { 0 } else { take(&mut points)? as usize };
-            if count == 0 {
-                d.inline.push(Segment { value, max_clock: last }.pack());
-                continue;
-            }
+        let d = Self::rebuild_decisive(planes, z, dtm, |d, j, value, last, _| {
+            let count = take(&mut points)? as usize;
             if count > change.len() {
                 return Err("more change points than clocks".into());
             }
@@ -673,10 +689,47 @@ impl Columns {
                 let rise = if code == RISE_ESCAPE { u16::from_le_bytes([take(&mut points)?, take(&mut points)?]) } else { code as u16 * 8 };
                 *c = (rise, take(&mut points)?);
             }
-            push_function(&mut d, j, value, last, &change[..count]);
-        }
+            push_function(d, j, value, last, &change[..count]);
+            Ok(())
+        })?;
         if !points.is_empty() {
             return Err("DTM50 column longer than its change points".into());
+        }
+        Ok(d)
+    }
+
+    /// A block's DTM50 from what version 6 and 7 columns start with
+    /// (`planes`: per won or lost position the low bytes, then the high
+    /// bytes of its first value less DTM, then its last clock less the
+    /// expected one): a draw for each position neither won nor lost, the
+    /// first segment for each whose DTM is DTZ50'', and `further(d, j,
+    /// value, last clock, record)` appending each other's whole function
+    /// (`record`: its number among them).
+    fn rebuild_decisive(
+        planes: &[u8],
+        z: &[u16],
+        dtm: &[u16],
+        mut further: impl FnMut(&mut Dtm50Data, usize, u16, u8, usize) -> Result<(), String>,
+    ) -> Result<Dtm50Data, String> {
+        let won_lost = planes.len() / 3;
+        let (first_low, rest) = planes.split_at(won_lost);
+        let (first_high, last_clock) = rest.split_at(won_lost);
+        let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
+        let (mut k, mut record) = (0, 0);
+        for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
+            if !decisive(vz) {
+                d.inline.push(DRAW as u32);
+                continue;
+            }
+            let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
+            let last = last_clock[k].wrapping_add(expected_last_clock(vz, value));
+            k += 1;
+            if vm == vz {
+                d.inline.push(Segment { value, max_clock: last }.pack());
+                continue;
+            }
+            further(&mut d, j, value, last, record)?;
+            record += 1;
         }
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
@@ -704,28 +757,11 @@ impl Columns {
     /// [`Columns::dtm50_v7`] with pair bytes of `held_bits` bits of clocks
     /// held if given, else of whichever width escapes fewer change points.
     fn dtm50_v7_held_bits(held_bits: Option<u32>, dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        let (mut first, mut last_clock) = (Vec::new(), Vec::new());
-        let (mut records, mut changes) = (Vec::new(), Vec::new());
-        for (j, f) in functions(d).enumerate() {
-            if !decisive(z[j]) {
-                // A draw's DTM50 is a draw at every clock; an illegal
-                // index's is never read.
-                let draw = f.further.is_empty() && f.first == Segment { value: DRAW, max_clock: 0 };
-                if dtz[j] != UNKNOWN && !draw {
-                    return Self::dtm50_every_index(dtz, dtm, d, out);
-                }
-                continue;
-            }
-            first.push(f.first.value.wrapping_sub(dtm[j]));
-            last_clock.push(f.last_clock().wrapping_sub(expected_last_clock(z[j], f.first.value)));
-            if dtm[j] == z[j] {
-                // DTM is DTZ50'': the mate is the first zeroing move, and
-                // it fits the clock wherever the win does.
-                if !f.further.is_empty() {
-                    return Self::dtm50_every_index(dtz, dtm, d, out);
-                }
-                continue;
-            }
+        let Some(Decisive { first, last_clock, records: functions }) = Decisive::of(dtz, z, dtm, d) else {
+            return Self::dtm50_every_index(dtz, dtm, d, out);
+        };
+        let (mut records, mut changes) = (Vec::with_capacity(functions.len()), Vec::new());
+        for (j, f) in functions {
             let start = changes.len();
             changes.extend(f.changes());
             records.push((record_key(z[j], dtm[j]), start..changes.len()));
@@ -750,12 +786,7 @@ impl Columns {
                     continue;
                 }
                 pairs.push(RISE_ESCAPE);
-                if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
-                    escaped.push((rise / 8) as u8);
-                } else {
-                    escaped.push(RISE_ESCAPE);
-                    escaped.extend_from_slice(&rise.to_le_bytes());
-                }
+                write_rise(rise, &mut escaped);
                 escaped.push(held);
             }
             let head = match pairs.len() {
@@ -817,9 +848,7 @@ impl Columns {
         if bytes.len() < 3 * won_lost + r {
             return Err("DTM50 column too short".into());
         }
-        let (first_low, rest) = bytes.split_at(won_lost);
-        let (first_high, rest) = rest.split_at(won_lost);
-        let (last_clock, rest) = rest.split_at(won_lost);
+        let (planes, rest) = bytes.split_at(3 * won_lost);
         let (heads, rest) = rest.split_at(r);
         // The records in the tail, in tail order: by head byte, then key.
         let mut group_start = [0usize; (HEAD_COUNTED - HEAD_IN_TAIL + 2) as usize];
@@ -877,20 +906,10 @@ impl Columns {
         if t != tail.len() || e != esc.len() {
             return Err("DTM50 column longer than its change points".into());
         }
-        let mut d = Dtm50Data { inline: Vec::with_capacity(n), ..Dtm50Data::default() };
-        let (mut k, mut i) = (0, 0);
-        for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
-            if !decisive(vz) {
-                d.inline.push(DRAW as u32);
-                continue;
-            }
-            let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
-            let last = last_clock[k].wrapping_add(expected_last_clock(vz, value));
-            k += 1;
-            let head = if vm == vz { 0 } else { heads[rank[i] as usize] };
-            match head {
+        Self::rebuild_decisive(planes, z, dtm, |d, j, value, last, i| {
+            match heads[rank[i] as usize] {
                 0 => d.inline.push(Segment { value, max_clock: last }.pack()),
-                1..HEAD_IN_TAIL => {
+                head @ 1..HEAD_IN_TAIL => {
                     let (rise, held) = unpair(head - 1, held_bits);
                     d.inline.push(Segment { value, max_clock: last.wrapping_sub(held) }.pack() | MORE);
                     d.overflow_index.push(j as u32);
@@ -899,13 +918,11 @@ impl Columns {
                 }
                 _ => {
                     let (at, count) = found[i];
-                    push_function(&mut d, j, value, last, &changes[at as usize..at as usize + count as usize]);
+                    push_function(d, j, value, last, &changes[at as usize..at as usize + count as usize]);
                 }
             }
-            i += (vm != vz) as usize;
-        }
-        d.overflow_start.push(d.segments.len() as u32);
-        Ok(d)
+            Ok(())
+        })
     }
 }
 
