@@ -679,7 +679,7 @@ impl Columns {
             Ok(b)
         };
         let mut change = [(0u16, 0u8); 100];
-        let d = Self::rebuild_decisive(planes, z, dtm, |d, j, value, last, _| {
+        let d = Self::rebuild_decisive(planes, z, dtm, |d, j, value, last| {
             let count = take(&mut points)? as usize;
             if count > change.len() {
                 return Err("more change points than clocks".into());
@@ -703,19 +703,19 @@ impl Columns {
     /// bytes of its first value less DTM, then its last clock less the
     /// expected one): a draw for each position neither won nor lost, the
     /// first segment for each whose DTM is DTZ50'', and `further(d, j,
-    /// value, last clock, record)` appending each other's whole function
-    /// (`record`: its number among them).
+    /// value, last clock)` appending each other's whole function, in index
+    /// order.
     fn rebuild_decisive(
         planes: &[u8],
         z: &[u16],
         dtm: &[u16],
-        mut further: impl FnMut(&mut Dtm50Data, usize, u16, u8, usize) -> Result<(), String>,
+        mut further: impl FnMut(&mut Dtm50Data, usize, u16, u8) -> Result<(), String>,
     ) -> Result<Dtm50Data, String> {
         let won_lost = planes.len() / 3;
         let (first_low, rest) = planes.split_at(won_lost);
         let (first_high, last_clock) = rest.split_at(won_lost);
         let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
-        let (mut k, mut record) = (0, 0);
+        let mut k = 0;
         for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
             if !decisive(vz) {
                 d.inline.push(DRAW as u32);
@@ -728,8 +728,7 @@ impl Columns {
                 d.inline.push(Segment { value, max_clock: last }.pack());
                 continue;
             }
-            further(&mut d, j, value, last, record)?;
-            record += 1;
+            further(&mut d, j, value, last)?;
         }
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
@@ -821,36 +820,27 @@ impl Columns {
     /// DTM50 from a version 7 column after its kind byte (see
     /// [`Columns::dtm50_v7`]); `held_bits` by the kind.
     fn undtm50_paired(bytes: &[u8], held_bits: u32, z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
-        let n = z.len();
-        // The records' order by key: a counting sort, stable like the writer's.
-        let mut keys: Vec<u16> = Vec::with_capacity(n);
-        let mut place = vec![0u16; RECORD_KEYS + 1];
+        // Where each key's records start in key order (a counting sort,
+        // stable like the writer's); the records then take their places
+        // in index order as they are rebuilt.
+        let mut place = [0u16; RECORD_KEYS + 1];
+        let mut r = 0;
         for (&vz, &vm) in z.iter().zip(dtm) {
             if decisive(vz) && vm != vz {
-                let key = record_key(vz, vm);
-                keys.push(key);
-                place[key as usize + 1] += 1;
+                place[record_key(vz, vm) as usize + 1] += 1;
+                r += 1;
             }
         }
         for k in 1..place.len() {
             place[k] += place[k - 1];
-        }
-        let r = keys.len();
-        // Each record's (by index) place in key order, and the record at each place.
-        let mut rank = Vec::with_capacity(r);
-        let mut by_rank = vec![0u16; r];
-        for (i, &key) in keys.iter().enumerate() {
-            let p = &mut place[key as usize];
-            rank.push(*p);
-            by_rank[*p as usize] = i as u16;
-            *p += 1;
         }
         if bytes.len() < 3 * won_lost + r {
             return Err("DTM50 column too short".into());
         }
         let (planes, rest) = bytes.split_at(3 * won_lost);
         let (heads, rest) = rest.split_at(r);
-        // The records in the tail, in tail order: by head byte, then key.
+        // The places of the records in the tail, in tail order: by head
+        // byte, then key.
         let mut group_start = [0usize; (HEAD_COUNTED - HEAD_IN_TAIL + 2) as usize];
         for &h in heads.iter().filter(|&&h| h >= HEAD_IN_TAIL) {
             group_start[(h - HEAD_IN_TAIL) as usize + 1] += 1;
@@ -861,11 +851,11 @@ impl Columns {
         let mut tail_order = vec![0u16; *group_start.last().expect("groups")];
         for (p, &h) in heads.iter().enumerate().filter(|&(_, &h)| h >= HEAD_IN_TAIL) {
             let at = &mut group_start[(h - HEAD_IN_TAIL) as usize];
-            tail_order[*at] = by_rank[p];
+            tail_order[*at] = p as u16;
             *at += 1;
         }
-        // The tail records' change points, in tail order; each record's
-        // (by index) first one and number.
+        // The tail records' change points, in tail order; each place's
+        // first one and number.
         let mut changes: Vec<(u16, u8)> = Vec::new();
         let mut found = vec![(0u32, 0u8); if tail_order.is_empty() { 0 } else { r }];
         let (mut t, mut e) = (0usize, 0usize);
@@ -876,8 +866,8 @@ impl Columns {
         };
         // The tail's length: fixed-size records first, then the counted ones.
         let mut tail_len = 0;
-        for &i in &tail_order {
-            let h = heads[rank[i as usize] as usize];
+        for &p in &tail_order {
+            let h = heads[p as usize];
             if h == HEAD_COUNTED {
                 tail_len += 1 + *rest.get(tail_len).ok_or("DTM50 tail cut short")? as usize;
             } else {
@@ -885,13 +875,13 @@ impl Columns {
             }
         }
         let (tail, esc) = rest.split_at(tail_len.min(rest.len()));
-        for &i in &tail_order {
-            let h = heads[rank[i as usize] as usize];
+        for &p in &tail_order {
+            let h = heads[p as usize];
             let count = if h == HEAD_COUNTED { take(tail, &mut t)? as usize } else { (h - HEAD_IN_TAIL) as usize + 2 };
             if count > LAST_MOVE_CLOCK as usize + 1 {
                 return Err("more change points than clocks".into());
             }
-            found[i as usize] = (changes.len() as u32, count as u8);
+            found[p as usize] = (changes.len() as u32, count as u8);
             for _ in 0..count {
                 let b = take(tail, &mut t)?;
                 if let Some(pair) = (b != RISE_ESCAPE).then(|| unpair(b, held_bits)) {
@@ -906,8 +896,11 @@ impl Columns {
         if t != tail.len() || e != esc.len() {
             return Err("DTM50 column longer than its change points".into());
         }
-        Self::rebuild_decisive(planes, z, dtm, |d, j, value, last, i| {
-            match heads[rank[i] as usize] {
+        Self::rebuild_decisive(planes, z, dtm, |d, j, value, last| {
+            let p = &mut place[record_key(z[j], dtm[j]) as usize];
+            let here = *p as usize;
+            *p += 1;
+            match heads[here] {
                 0 => d.inline.push(Segment { value, max_clock: last }.pack()),
                 head @ 1..HEAD_IN_TAIL => {
                     let (rise, held) = unpair(head - 1, held_bits);
@@ -917,7 +910,7 @@ impl Columns {
                     d.segments.push(Segment { value: value.wrapping_add(rise), max_clock: last }.pack());
                 }
                 _ => {
-                    let (at, count) = found[i];
+                    let (at, count) = found[here];
                     push_function(d, j, value, last, &changes[at as usize..at as usize + count as usize]);
                 }
             }
