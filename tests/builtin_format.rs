@@ -223,7 +223,11 @@ fn blocks_give_back_every_five_piece_value() {
 /// there must equal it byte for byte (the 3–4-piece tables in the tests'
 /// directory, say).
 ///
+/// `TBSERVER_CONVERT_COMPRESSION=small` compresses as
+/// `builtin.compression = "small"` does.
+///
 ///   TBSERVER_CONVERT_FROM=DIR [TBSERVER_CONVERT_CHECK=DIR] [TBSERVER_CONVERT_ONLY=KQvK,..]
+///     [TBSERVER_CONVERT_COMPRESSION=fast|small]
 ///     cargo test --release --test builtin_format -- --ignored --nocapture
 #[test]
 #[ignore]
@@ -231,6 +235,9 @@ fn older_tables_convert_to_the_current_version() {
     let from = std::path::PathBuf::from(std::env::var_os("TBSERVER_CONVERT_FROM").expect("TBSERVER_CONVERT_FROM: a directory of tables of an older version"));
     let check = std::env::var_os("TBSERVER_CONVERT_CHECK").map(std::path::PathBuf::from);
     let only: Option<Vec<String>> = std::env::var("TBSERVER_CONVERT_ONLY").ok().map(|s| s.split(',').map(String::from).collect());
+    let compression = std::env::var("TBSERVER_CONVERT_COMPRESSION")
+        .map_or(Some(format::Compression::Fast), |name| format::Compression::parse(&name))
+        .expect("TBSERVER_CONVERT_COMPRESSION: fast or small");
     let mut names: Vec<String> = std::fs::read_dir(&from)
         .unwrap()
         .flatten()
@@ -245,7 +252,7 @@ fn older_tables_convert_to_the_current_version() {
         let layout = Layout::new(&m);
         let bytes = std::fs::read(from.join(format!("{name}.tbsb"))).unwrap();
         let (header, blocks) = format::validate_layout(&bytes, &m, layout.size).unwrap();
-        if blocks.version == format::VERSION {
+        if blocks.version == format::VERSION && compression == format::Compression::Fast {
             report!("{name}: version {}, not converted", blocks.version);
             continue;
         }
@@ -261,7 +268,7 @@ fn older_tables_convert_to_the_current_version() {
                         }
                     }
                 }
-                format::encode_one(&d.dtz, &d.dtm, d.dtm50.as_ref())
+                format::encode_one(compression, &d.dtz, &d.dtm, d.dtm50.as_ref())
             })
             .collect();
         let out = format::assemble(&m, layout.size, blocks.has_dtm50, header.legal_positions, &encoded);

@@ -67,10 +67,59 @@ pub const BLOCK_POSITIONS: usize = 8192;
 // any before them.
 const _: () = assert!(super::change_points::CHECKPOINT_POSITIONS as usize == BLOCK_POSITIONS);
 
-/// zstd level of the frames: levels above it shrink the files a few percent
-/// more (level 15: 14%) at several times the compression time, which
-/// generation pays.
+/// zstd level of the frames ([`Compression::Fast`]): levels above it shrink
+/// the files a few percent more at several times the compression time,
+/// which generation pays.
 const ZSTD_LEVEL: i32 = 7;
+
+/// How hard zstd works on a table's frames (`builtin.compression`). Either
+/// is read by the same reader; a table's bytes depend on it, its values
+/// do not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    /// zstd level 7: the 35 tables of 3–4 pieces in 63.5 MB, 6.6 s of one
+    /// core's time compressing.
+    #[default]
+    Fast,
+    /// zstd's optimal parsing, its search sized to a block: 6% smaller
+    /// (59.6 MB), for 3.6 times the compression time. For tables made once
+    /// and shipped, such as a container image's.
+    Small,
+}
+
+impl Compression {
+    pub const NAMES: [&'static str; 2] = ["fast", "small"];
+
+    pub fn parse(name: &str) -> Option<Compression> {
+        match name {
+            "fast" => Some(Compression::Fast),
+            "small" => Some(Compression::Small),
+            _ => None,
+        }
+    }
+
+    fn compressor(self) -> zstd::bulk::Compressor<'static> {
+        use zstd::zstd_safe::{CParameter, Strategy};
+        let mut z = zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context");
+        if self == Compression::Small {
+            // Measured on the 35 tables' columns (docs/builtin-format.md):
+            // a frame's input is at most a few tens of KiB.
+            for p in [
+                CParameter::Strategy(Strategy::ZSTD_btopt),
+                CParameter::WindowLog(15),
+                CParameter::HashLog(15),
+                CParameter::ChainLog(15),
+                CParameter::SearchLog(4),
+                CParameter::MinMatch(4),
+                CParameter::TargetLength(64),
+            ] {
+                z.set_parameter(p).expect("a valid zstd parameter");
+            }
+        }
+        z
+    }
+}
 
 const ENTRY_LEN: usize = 16;
 
@@ -969,16 +1018,26 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
 /// Writes a block's DTM50 column: [`Columns::dtm50_v7`] (version 6's in tests).
 type Dtm50Writer = fn(&[u16], &[u16], &[u16], &Dtm50Data, &mut Vec<u8>);
 
-fn encode_block<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, range: std::ops::Range<usize>) -> Encoded {
-    encode_block_with(Columns::dtm50_v7, dtz, dtm, dtm50, range)
+fn encode_block<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, range: std::ops::Range<usize>) -> Encoded {
+    encode_block_with(compression, Columns::dtm50_v7, dtz, dtm, dtm50, range)
 }
 
-fn encode_block_with<D: Dtm50Slices>(dtm50_column: Dtm50Writer, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, range: std::ops::Range<usize>) -> Encoded {
+fn encode_block_with<D: Dtm50Slices>(
+    compression: Compression,
+    dtm50_column: Dtm50Writer,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+    range: std::ops::Range<usize>,
+) -> Encoded {
     thread_local! {
-        static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> = const { std::cell::RefCell::new(None) };
+        static COMPRESSOR: std::cell::RefCell<Option<(Compression, zstd::bulk::Compressor<'static>)>> = const { std::cell::RefCell::new(None) };
     }
-    COMPRESSOR.with_borrow_mut(|z| {
-        let z = z.get_or_insert_with(|| zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context"));
+    COMPRESSOR.with_borrow_mut(|slot| {
+        if slot.as_ref().is_none_or(|(c, _)| *c != compression) {
+            *slot = Some((compression, compression.compressor()));
+        }
+        let z = &mut slot.as_mut().expect("just made").1;
         let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
         let z_column = Columns::dtz_v6(dtz);
         let mut raw = Vec::with_capacity(4 * range.len());
@@ -1081,9 +1140,10 @@ pub fn index_bytes(positions: usize) -> u64 {
     (HEADER_LEN + ENTRY_LEN * positions.div_ceil(BLOCK_POSITIONS)) as u64
 }
 
-/// A whole table in memory, as [`write_blocks`] writes it to a file.
+/// A whole table in memory, as [`write_blocks`] writes it to a file
+/// ([`Compression::Fast`]).
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
-    let encoded = encode_blocks(dtz, dtm, dtm50);
+    let encoded = encode_blocks(Compression::Fast, dtz, dtm, dtm50);
     assemble(material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)
 }
 
@@ -1091,7 +1151,7 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm5
 /// a part of one that starts and, unless it is the table's end, ends on a
 /// block boundary), compressed in parallel. DTM50 is by index less the
 /// first; a block's bytes do not depend on where it is.
-pub fn encode_blocks<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<Encoded> {
+pub fn encode_blocks<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<Encoded> {
     assert_eq!(dtz.len(), dtm.len());
     if let Some(d) = dtm50 {
         assert_eq!(dtz.len(), d.len());
@@ -1099,7 +1159,7 @@ pub fn encode_blocks<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))
         .into_par_iter()
-        .map(|b| encode_block(dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions)))
+        .map(|b| encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions)))
         .collect()
 }
 
@@ -1107,18 +1167,18 @@ pub fn encode_blocks<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>
 /// (values by index less `first`, e.g. one layer of a table), each with
 /// its number, compressed in parallel; the parts of blocks that either end
 /// cuts are left to the caller ([`encode_one`] once they are whole).
-pub fn encode_whole_blocks<D: Dtm50Slices>(first: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<(usize, Encoded)> {
+pub fn encode_whole_blocks<D: Dtm50Slices>(compression: Compression, first: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<(usize, Encoded)> {
     let end = first + dtz.len();
     (first.div_ceil(BLOCK_POSITIONS)..end / BLOCK_POSITIONS)
         .into_par_iter()
-        .map(|b| (b, encode_block(dtz, dtm, dtm50, b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first)))
+        .map(|b| (b, encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first)))
         .collect()
 }
 
 /// One block from its values (at most [`BLOCK_POSITIONS`] of them).
-pub fn encode_one<D: Dtm50Slices>(dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Encoded {
+pub fn encode_one<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Encoded {
     assert!(dtz.len() <= BLOCK_POSITIONS);
-    encode_block(dtz, dtm, dtm50, 0..dtz.len())
+    encode_block(compression, dtz, dtm, dtm50, 0..dtz.len())
 }
 
 /// Writes a table from its blocks ([`encode_blocks`], in index order) to
@@ -1271,7 +1331,7 @@ pub(crate) fn encode_version(version: u32, material: &Material, dtz: &[u16], dtm
         VERSION => return encode(material, dtz, dtm, dtm50, legal_positions),
         6 => {
             let encoded: Vec<Encoded> = (0..dtz.len().div_ceil(BLOCK_POSITIONS))
-                .map(|b| encode_block_with(Columns::dtm50_v6, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len())))
+                .map(|b| encode_block_with(Compression::Fast, Columns::dtm50_v6, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len())))
                 .collect();
             return assemble_version(6, material, dtz.len(), dtm50.is_some(), legal_positions, &encoded);
         }
@@ -1465,6 +1525,22 @@ mod tests {
             }
             assert_eq!(columns[0], columns[if chosen == 3 { 1 } else { 2 }], "block {b}");
         }
+    }
+
+    /// Compressed harder, the same columns: each block decodes to the same
+    /// values, from other bytes.
+    #[test]
+    fn small_compression_reads_back_the_same() {
+        let (dtz, dtm, d) = awkward_values();
+        let material = Material::parse("KQvK").unwrap();
+        let [fast, small] = [Compression::Fast, Compression::Small].map(|c| assemble(&material, dtz.len(), true, 0, &encode_blocks(c, &dtz, &dtm, Some(&d))));
+        assert_ne!(fast, small);
+        let (_, fast_blocks) = validate_layout(&fast, &material, dtz.len()).unwrap();
+        let (_, small_blocks) = validate_layout(&small, &material, dtz.len()).unwrap();
+        for b in 0..fast_blocks.entries.len() {
+            assert_eq!(decode_block(&small, &small_blocks, b).unwrap(), decode_block(&fast, &fast_blocks, b).unwrap(), "block {b}");
+        }
+        assert_eq!(Compression::NAMES.map(Compression::parse), [Some(Compression::Fast), Some(Compression::Small)]);
     }
 
     /// Made-up values of four blocks that exercise every path of the

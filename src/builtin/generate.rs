@@ -212,16 +212,17 @@ pub fn generate_blocks(
     l: &Layout,
     lookup: &Lookup,
     with_dtm50: bool,
+    compression: format::Compression,
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<GeneratedBlocks, String> {
     let mut tally = Tally::new(with_dtm50);
     let mut blocks: Vec<Option<format::Encoded>> = (0..l.size.div_ceil(format::BLOCK_POSITIONS)).map(|_| None).collect();
-    let mut cut = CutBlocks::default();
+    let mut cut = CutBlocks { parts: Default::default(), compression };
     let options = Options { memory, ..Options::STANDARD };
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
         let (whole, layer_tally) = rayon::join(
-            || format::encode_whole_blocks(base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
+            || format::encode_whole_blocks(compression, base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
             || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
         );
         for (b, e) in whole {
@@ -240,10 +241,10 @@ pub fn generate_blocks(
 /// a whole number of blocks): each layer's parts of them, kept until the
 /// layers on the other side are solved too (layers are solved in pawn
 /// order, not index order). At most two parts of a block per layer.
-#[derive(Default)]
 struct CutBlocks {
     /// By block, its parts solved so far, each with its first index.
     parts: std::collections::HashMap<usize, Vec<(usize, Part)>>,
+    compression: format::Compression,
 }
 
 /// Some positions' values, DTM50 by position less the first.
@@ -270,7 +271,7 @@ impl CutBlocks {
             let parts = self.parts.entry(b).or_default();
             parts.push((range.start, Self::part(base, out, range)));
             if parts.iter().map(|(_, p)| p.dtz.len()).sum::<usize>() == block.len() {
-                done.push((b, Self::encode(self.parts.remove(&b).expect("just added"))));
+                done.push((b, Self::encode(self.compression, self.parts.remove(&b).expect("just added"))));
             }
         }
         done
@@ -286,7 +287,7 @@ impl CutBlocks {
         }
     }
 
-    fn encode(mut parts: Vec<(usize, Part)>) -> format::Encoded {
+    fn encode(compression: format::Compression, mut parts: Vec<(usize, Part)>) -> format::Encoded {
         parts.sort_by_key(|&(start, _)| start);
         let (mut dtz, mut dtm, mut dtm50): (Vec<u16>, Vec<u16>, Option<Dtm50Data>) = (Vec::new(), Vec::new(), None);
         for (_, p) in parts {
@@ -296,7 +297,7 @@ impl CutBlocks {
                 dtm50.get_or_insert_with(Dtm50Data::default).append(d);
             }
         }
-        format::encode_one(&dtz, &dtm, dtm50.as_ref())
+        format::encode_one(compression, &dtz, &dtm, dtm50.as_ref())
     }
 }
 
@@ -1205,7 +1206,7 @@ mod tests {
         let whole = generate(&l, &promotions, true, &never).unwrap();
         let d = whole.dtm50.as_ref().unwrap();
         assert!(!d.segments.is_empty(), "no position with a second DTM50 segment");
-        let by_layers = generate_blocks(&l, &promotions, true, &|_| Ok(()), &never).unwrap();
+        let by_layers = generate_blocks(&l, &promotions, true, format::Compression::Fast, &|_| Ok(()), &never).unwrap();
         let file = format::assemble(&m, l.size, true, by_layers.legal_positions, &by_layers.blocks);
         assert!(file == format::encode(&m, &whole.dtz, &whole.dtm, Some(d), whole.legal_positions));
     }

@@ -158,8 +158,8 @@ const ROUGH_POSITIONS_PER_S: f64 = 3.0e6;
 
 /// `tbserver generate`: generates `targets` and what they depend on into
 /// `out`, with a progress bar; says first what it is about to do.
-pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
-    run_store(&generating_store(out, with_dtm50), &with_dependencies(targets), out)
+pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool, compression: format::Compression) -> Result<Summary, BuiltinError> {
+    run_store(&generating_store(out, with_dtm50, compression), &with_dependencies(targets), out)
 }
 
 /// `tbserver generate --wave/--shard`: generates `part` (see [`part_of`])
@@ -168,8 +168,8 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool) -> Resul
 /// unusable fails the run before any work, naming it: this process never
 /// makes another's tables (several processes writing one file would each
 /// pay its minutes and gigabytes).
-pub fn run_generate_part(part: &[Material], out: &Path, with_dtm50: bool) -> Result<Summary, BuiltinError> {
-    let store = generating_store(out, with_dtm50);
+pub fn run_generate_part(part: &[Material], out: &Path, with_dtm50: bool, compression: format::Compression) -> Result<Summary, BuiltinError> {
+    let store = generating_store(out, with_dtm50, compression);
     let needed: Vec<Material> = with_dependencies(part).into_iter().filter(|m| !part.contains(m)).collect();
     let unusable: Vec<String> =
         needed.iter().filter_map(|m| store.open_existing(m).err().map(|e| format!("{} ({e})", m.name()))).collect();
@@ -189,8 +189,8 @@ pub fn run_generate_part(part: &[Material], out: &Path, with_dtm50: bool) -> Res
     run_store(&store, part, out)
 }
 
-fn generating_store(out: &Path, with_dtm50: bool) -> Store {
-    let store = Store::new(out, true).with_lazy_max_pieces(material::MAX_PIECES);
+fn generating_store(out: &Path, with_dtm50: bool, compression: format::Compression) -> Store {
+    let store = Store::new(out, true).with_lazy_max_pieces(material::MAX_PIECES).with_compression(compression);
     if with_dtm50 { store } else { store.without_dtm50() }
 }
 
@@ -287,12 +287,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tbserver-part-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let kpk = Material::parse("KPvK").unwrap();
-        let err = run_generate_part(std::slice::from_ref(&kpk), &dir, false).unwrap_err();
+        let err = run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast).unwrap_err();
         assert!(err.0.starts_with("4 of the 4 tables") && err.0.contains("KQvK (not found)"), "{}", err.0);
         assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
         let wave0 = part_of(&all_materials(3), Some(0), None).unwrap();
-        assert_eq!(run_generate_part(&wave0, &dir, false).unwrap().generated, 4);
-        let kpk_part = run_generate_part(std::slice::from_ref(&kpk), &dir, false).unwrap();
+        assert_eq!(run_generate_part(&wave0, &dir, false, format::Compression::Fast).unwrap().generated, 4);
+        let kpk_part = run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast).unwrap();
         assert_eq!((kpk_part.tables, kpk_part.generated), (1, 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -306,10 +306,10 @@ mod tests {
         // A directory below a plain file cannot be created.
         std::fs::write(dir.join("file"), b"").unwrap();
         let out = dir.join("file").join("tables");
-        let err = run_generate(&[Material::parse("KRvK").unwrap()], &out, false).unwrap_err();
+        let err = run_generate(&[Material::parse("KRvK").unwrap()], &out, false, format::Compression::Fast).unwrap_err();
         assert!(err.0.contains("not written") && err.0.contains("KRvK"), "{}", err.0);
         let written = dir.join("tables");
-        assert_eq!(run_generate(&[Material::parse("KRvK").unwrap()], &written, false).unwrap().tables, 1);
+        assert_eq!(run_generate(&[Material::parse("KRvK").unwrap()], &written, false, format::Compression::Fast).unwrap().tables, 1);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -78,7 +78,8 @@ impl BuiltinSource {
         let store = Store::new(&config.dir, !read_only)
             .with_lazy_max_pieces(lazy)
             .with_budget(Caps::from_mib(config.max_memory_mib, config.max_disk_mib), config.max_unwritten_mib << 20)
-            .with_cache_mib(config.cache_mib);
+            .with_cache_mib(config.cache_mib)
+            .with_compression(config.compression);
         let store = if config.dtm50 { store } else { store.without_dtm50() };
         let store = match &config.shipped_dir {
             Some(dir) => store.with_shipped_dir(dir),
