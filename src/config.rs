@@ -105,7 +105,7 @@ pub struct BuiltinConfig {
     pub cache_mib: u64,
     /// How hard tables generated here are compressed: `fast` (zstd level
     /// 7) or `small` (6% smaller files for 3.6 times the compression time,
-    /// about a quarter more generation time). Tables found are read either
+    /// about 1.4 times the generation CPU time). Tables found are read either
     /// way.
     pub compression: crate::builtin::format::Compression,
 }

@@ -86,7 +86,7 @@ enum Command {
         #[arg(long)]
         without_dtm50: bool,
         /// How hard to compress the tables: `fast` or `small` (6% smaller,
-        /// for a quarter more time) [default: the configured
+        /// for about 1.4 times the CPU time) [default: the configured
         /// builtin.compression].
         #[arg(long, value_name = "HOW", value_parser = tbserver::builtin::format::Compression::NAMES)]
         compression: Option<String>,
