@@ -17,6 +17,7 @@
 pub mod budget;
 pub mod cache;
 mod change_points;
+pub mod convert;
 pub mod dtm50;
 pub mod format;
 pub mod generate;

@@ -340,6 +340,22 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path)).inspect_err(|_| drop(std::fs::remove_file(&tmp)))
 }
 
+/// After `tbserver convert` rewrote the table at `table_path` with the same
+/// values: statistics stored for the old file (header checksum
+/// `old_crc32`) are marked as the new file's (`new_crc32`) rather than left
+/// to be computed again, which decodes every block.
+pub fn carry_over(table_path: &Path, material: &Material, old_crc32: u32, new_crc32: u32) {
+    let path = sidecar_path(table_path);
+    let Some(mut stats) = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<TableStats>(&bytes).ok()) else { return };
+    if stats.version == STATS_VERSION && stats.table_crc32 == old_crc32 && stats.material == material.name() {
+        stats.table_crc32 = new_crc32;
+        let json = serde_json::to_vec(&stats).expect("statistics serialize");
+        if let Err(e) = replace_file(&path, &json) {
+            tracing::warn!(table = %stats.material, "could not store the table's statistics: {e}");
+        }
+    }
+}
+
 /// The stored statistics, or computed (and stored) if there are none.
 pub fn load_or_compute(table: &impl Scan) -> TableStats {
     read_sidecar(table).unwrap_or_else(|| compute_and_store(table))
