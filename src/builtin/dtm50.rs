@@ -173,12 +173,19 @@ impl Dtm50Slices for Dtm50Layer {
 
     fn slice(&self, range: Range<usize>) -> Dtm50Data {
         let lo = range.start as u32;
+        let inline = &self.inline[range];
+        // The segments of positions that have more than one: a position's
+        // only segment is in place already.
         let mut found: Vec<(u32, u32)> = Vec::new();
-        self.log.for_each_in(lo..range.end as u32, |j, value, max_clock| found.push((j - lo, Segment { value, max_clock }.pack())));
+        self.log.for_each_in(lo..lo + inline.len() as u32, |j, value, max_clock| {
+            if inline[(j - lo) as usize] & MORE != 0 {
+                found.push((j - lo, Segment { value, max_clock }.pack()));
+            }
+        });
         // Stable: a position's segments in the order they were found, which
         // is ascending distance and clock.
         found.sort_by_key(|&(j, _)| j);
-        let mut d = Dtm50Data { inline: self.inline[range].to_vec(), ..Dtm50Data::default() };
+        let mut d = Dtm50Data { inline: inline.to_vec(), ..Dtm50Data::default() };
         for (i, &(j, segment)) in found.iter().enumerate() {
             if i == 0 || found[i - 1].0 != j {
                 // The first, in place.
