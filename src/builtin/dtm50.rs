@@ -16,7 +16,7 @@
 
 use std::{
     ops::Range,
-    sync::atomic::{AtomicBool, AtomicI8, AtomicU32, Ordering},
+    sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicUsize, Ordering},
 };
 
 use rayon::prelude::*;
@@ -507,26 +507,42 @@ fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
 /// far (see [`super::budget::dtm50_memory_check`]).
 pub type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
 
+/// Tables being generated in this process (counted by
+/// [`super::generate::generate_blocks`]): while there are as many as the
+/// thread pool has threads, each keeps a thread busy, and a table's DTM50
+/// sharing its work lists would only add atomic changes of words.
+pub static GENERATING: AtomicUsize = AtomicUsize::new(0);
+
 /// When a distance's work lists are shared between threads: once `on` is
-/// set, those of at least `min_len` entries, in chunks of `chunk`.
+/// set, those of at least `min_len` entries, in chunks of `chunk`; with
+/// `when_idle`, only while fewer tables are being generated
+/// ([`GENERATING`]) than the pool has threads.
 pub struct Sharing {
     pub on: AtomicBool,
     min_len: usize,
     chunk: usize,
+    when_idle: bool,
 }
 
 impl Sharing {
     /// Long lists only (most are short, and all of small tables'): a
     /// shorter one is not worth the tasks and the atomic changes of words.
     pub fn long_lists(on: bool) -> Sharing {
-        Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13 }
+        Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13, when_idle: true }
     }
 
     /// Every list of more than a few entries, in small chunks: for tests of
     /// words changed by several threads at once.
     #[cfg(test)]
     pub fn eager() -> Sharing {
-        Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32 }
+        Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32, when_idle: false }
+    }
+
+    /// Whether a list of `len` entries is shared now.
+    fn shares(&self, len: usize) -> bool {
+        len >= self.min_len
+            && self.on.load(Ordering::Relaxed)
+            && (!self.when_idle || GENERATING.load(Ordering::Relaxed) < rayon::current_num_threads())
     }
 
     /// `f` over `items` in chunks, in parallel when on and there are many
@@ -538,7 +554,7 @@ impl Sharing {
         shared_secs: &mut f64,
         f: impl Fn(&[E], Mode, &mut Vec<R>) + Sync,
     ) -> Vec<R> {
-        if items.len() < self.min_len || !self.on.load(Ordering::Relaxed) {
+        if !self.shares(items.len()) {
             let mut out = Vec::new();
             f(items, Mode::Alone, &mut out);
             return out;

@@ -216,6 +216,16 @@ pub fn generate_blocks(
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<GeneratedBlocks, String> {
+    // Counted while it runs, so that DTM50 shares its work lists only when
+    // a thread would otherwise idle (see `dtm50::GENERATING`).
+    dtm50::GENERATING.fetch_add(1, Ordering::Relaxed);
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            dtm50::GENERATING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    let _done = Done;
     let mut tally = Tally::new(with_dtm50);
     let mut blocks: Vec<Option<format::Encoded>> = (0..l.size.div_ceil(format::BLOCK_POSITIONS)).map(|_| None).collect();
     let mut cut = CutBlocks { parts: Default::default(), compression };
