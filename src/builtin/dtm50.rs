@@ -782,15 +782,32 @@ pub fn solve_layer(
                 let mut least_clock = i8::MAX;
                 for &pi in preds {
                     let a = word(pi);
-                    if load(a).in_play() {
-                        if let Some(before) = raise(a, mode, clock, win_stamp) {
-                            found.push((pi, before));
-                        }
-                        // Read after the raise: at least `clock`, maybe more
-                        // if another thread raised it too; a lower bound
-                        // of its clock from now on either way.
-                        least_clock = least_clock.min(load(a).thr());
+                    let w = load(a);
+                    if !w.in_play() {
+                        continue;
                     }
+                    if matches!(mode, Mode::Alone) {
+                        // One read of the word: `raise` and the read after it
+                        // in one.
+                        if clock > w.thr() {
+                            let mut t = w;
+                            t.stamp(win_stamp);
+                            t.set_thr(clock);
+                            a.store(t.0, Ordering::Relaxed);
+                            if !w.stamped(win_stamp) {
+                                found.push((pi, w.thr()));
+                            }
+                        }
+                        least_clock = least_clock.min(clock.max(w.thr()));
+                        continue;
+                    }
+                    if let Some(before) = raise(a, mode, clock, win_stamp) {
+                        found.push((pi, before));
+                    }
+                    // Read after the raise: at least `clock`, maybe more
+                    // if another thread raised it too; a lower bound
+                    // of its clock from now on either way.
+                    least_clock = least_clock.min(load(a).thr());
                 }
                 if let Some(slot) = least.get(q as usize - base) {
                     slot.store(least_clock, Ordering::Relaxed);
