@@ -16,7 +16,7 @@
 
 use std::{
     ops::Range,
-    sync::atomic::{AtomicBool, AtomicI8, AtomicU32, Ordering},
+    sync::atomic::{AtomicBool, AtomicI8, AtomicU32, AtomicUsize, Ordering},
 };
 
 use rayon::prelude::*;
@@ -173,12 +173,19 @@ impl Dtm50Slices for Dtm50Layer {
 
     fn slice(&self, range: Range<usize>) -> Dtm50Data {
         let lo = range.start as u32;
+        let inline = &self.inline[range];
+        // The segments of positions that have more than one: a position's
+        // only segment is in place already.
         let mut found: Vec<(u32, u32)> = Vec::new();
-        self.log.for_each_in(lo..range.end as u32, |j, value, max_clock| found.push((j - lo, Segment { value, max_clock }.pack())));
+        self.log.for_each_in(lo..lo + inline.len() as u32, |j, value, max_clock| {
+            if inline[(j - lo) as usize] & MORE != 0 {
+                found.push((j - lo, Segment { value, max_clock }.pack()));
+            }
+        });
         // Stable: a position's segments in the order they were found, which
         // is ascending distance and clock.
         found.sort_by_key(|&(j, _)| j);
-        let mut d = Dtm50Data { inline: self.inline[range].to_vec(), ..Dtm50Data::default() };
+        let mut d = Dtm50Data { inline: inline.to_vec(), ..Dtm50Data::default() };
         for (i, &(j, segment)) in found.iter().enumerate() {
             if i == 0 || found[i - 1].0 != j {
                 // The first, in place.
@@ -500,26 +507,42 @@ fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
 /// far (see [`super::budget::dtm50_memory_check`]).
 pub type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
 
+/// Tables being generated in this process (counted by
+/// [`super::generate::generate_blocks`]): while there are as many as the
+/// thread pool has threads, each keeps a thread busy, and a table's DTM50
+/// sharing its work lists would only add atomic changes of words.
+pub static GENERATING: AtomicUsize = AtomicUsize::new(0);
+
 /// When a distance's work lists are shared between threads: once `on` is
-/// set, those of at least `min_len` entries, in chunks of `chunk`.
+/// set, those of at least `min_len` entries, in chunks of `chunk`; with
+/// `when_idle`, only while fewer tables are being generated
+/// ([`GENERATING`]) than the pool has threads.
 pub struct Sharing {
     pub on: AtomicBool,
     min_len: usize,
     chunk: usize,
+    when_idle: bool,
 }
 
 impl Sharing {
     /// Long lists only (most are short, and all of small tables'): a
     /// shorter one is not worth the tasks and the atomic changes of words.
     pub fn long_lists(on: bool) -> Sharing {
-        Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13 }
+        Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13, when_idle: true }
     }
 
     /// Every list of more than a few entries, in small chunks: for tests of
     /// words changed by several threads at once.
     #[cfg(test)]
     pub fn eager() -> Sharing {
-        Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32 }
+        Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32, when_idle: false }
+    }
+
+    /// Whether a list of `len` entries is shared now.
+    fn shares(&self, len: usize) -> bool {
+        len >= self.min_len
+            && self.on.load(Ordering::Relaxed)
+            && (!self.when_idle || GENERATING.load(Ordering::Relaxed) < rayon::current_num_threads())
     }
 
     /// `f` over `items` in chunks, in parallel when on and there are many
@@ -531,7 +554,7 @@ impl Sharing {
         shared_secs: &mut f64,
         f: impl Fn(&[E], Mode, &mut Vec<R>) + Sync,
     ) -> Vec<R> {
-        if items.len() < self.min_len || !self.on.load(Ordering::Relaxed) {
+        if !self.shares(items.len()) {
             let mut out = Vec::new();
             f(items, Mode::Alone, &mut out);
             return out;
@@ -759,15 +782,32 @@ pub fn solve_layer(
                 let mut least_clock = i8::MAX;
                 for &pi in preds {
                     let a = word(pi);
-                    if load(a).in_play() {
-                        if let Some(before) = raise(a, mode, clock, win_stamp) {
-                            found.push((pi, before));
-                        }
-                        // Read after the raise: at least `clock`, maybe more
-                        // if another thread raised it too; a lower bound
-                        // of its clock from now on either way.
-                        least_clock = least_clock.min(load(a).thr());
+                    let w = load(a);
+                    if !w.in_play() {
+                        continue;
                     }
+                    if matches!(mode, Mode::Alone) {
+                        // One read of the word: `raise` and the read after it
+                        // in one.
+                        if clock > w.thr() {
+                            let mut t = w;
+                            t.stamp(win_stamp);
+                            t.set_thr(clock);
+                            a.store(t.0, Ordering::Relaxed);
+                            if !w.stamped(win_stamp) {
+                                found.push((pi, w.thr()));
+                            }
+                        }
+                        least_clock = least_clock.min(clock.max(w.thr()));
+                        continue;
+                    }
+                    if let Some(before) = raise(a, mode, clock, win_stamp) {
+                        found.push((pi, before));
+                    }
+                    // Read after the raise: at least `clock`, maybe more
+                    // if another thread raised it too; a lower bound
+                    // of its clock from now on either way.
+                    least_clock = least_clock.min(load(a).thr());
                 }
                 if let Some(slot) = least.get(q as usize - base) {
                     slot.store(least_clock, Ordering::Relaxed);

@@ -216,6 +216,16 @@ pub fn generate_blocks(
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<GeneratedBlocks, String> {
+    // Counted while it runs, so that DTM50 shares its work lists only when
+    // a thread would otherwise idle (see `dtm50::GENERATING`).
+    dtm50::GENERATING.fetch_add(1, Ordering::Relaxed);
+    struct Done;
+    impl Drop for Done {
+        fn drop(&mut self) {
+            dtm50::GENERATING.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    let _done = Done;
     let mut tally = Tally::new(with_dtm50);
     let mut blocks: Vec<Option<format::Encoded>> = (0..l.size.div_ceil(format::BLOCK_POSITIONS)).map(|_| None).collect();
     let mut cut = CutBlocks { parts: Default::default(), compression };
@@ -853,7 +863,8 @@ fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Opt
     }
     let symmetric = l.symmetry_count(&p.sq);
     debug_assert_eq!(weight % symmetric, 0);
-    Ok(Some(Exit::Moves { moves: (weight / symmetric) as u8, best }))
+    // 1 or 2: no division in the hot loop.
+    Ok(Some(Exit::Moves { moves: (if symmetric == 2 { weight / 2 } else { weight }) as u8, best }))
 }
 
 /// The value of `c`, just after a double pawn push, if the opponent may

@@ -612,6 +612,61 @@ impl Layout {
         }
     }
 
+    /// [`Layout::steps`] of `from` given `raw`, its index with `turn` to
+    /// move (as [`Layout::raw_index`]; for a decoded position and the other
+    /// side to move, [`Layout::other_turn`] of its own index): every digit
+    /// but the moved man's is taken from `raw` rather than computed again.
+    #[inline]
+    pub fn steps_from_raw(&self, from: &Squares, raw: u32, moved: usize, turn: Color) -> Steps {
+        debug_assert!(moved < 2 || self.men[moved].1 != Role::Pawn);
+        debug_assert_eq!(raw, self.raw_index(from, turn));
+        let tie = self.tie_broken_by_transposition(from);
+        match moved {
+            0 | 1 => {
+                let pair = self.kings.digit[(from[0] as usize) << 6 | from[1] as usize];
+                let base = raw - pair as u32 * self.pair_stride;
+                if moved == 0 {
+                    return Steps::WhiteKing { base, black_king: from[1], stride: self.pair_stride };
+                }
+                let transposed_base =
+                    if !self.pawns && on_diagonal(from[0]) { self.index_without_kings(&self.transposed(from), turn) } else { base };
+                Steps::BlackKing { base, transposed_base, white_king: from[0], stride: self.pair_stride }
+            }
+            _ if self.combined && self.identical.contains(&moved) => {
+                if tie {
+                    return Steps::Full;
+                }
+                let g = self.identical.clone();
+                let mut others = [NONE; MAX_COMBINED - 1];
+                for (o, j) in others.iter_mut().zip(g.clone().filter(|&j| j != moved)) {
+                    *o = from[j];
+                }
+                let base = raw - Self::combination(&from[g]) * self.combo_stride;
+                Steps::Group { base, others, stride: self.combo_stride }
+            }
+            _ => {
+                let stride = self.stride[moved];
+                let base = raw - from[moved] as u32 * stride;
+                if !tie {
+                    return Steps::Plain { base, stride };
+                }
+                let t = self.transposed(from);
+                let transposed_base = self.raw_index(&t, turn) - t[moved] as u32 * stride;
+                Steps::Diagonal { base, transposed_base, stride }
+            }
+        }
+    }
+
+    /// The index of the squares of `idx` (a raw index, as that of a decoded
+    /// position, whose side to move is `turn`) with the other side to move.
+    #[inline]
+    pub fn other_turn(&self, idx: u32, turn: Color) -> u32 {
+        match turn {
+            Color::White => idx + self.turn_stride,
+            Color::Black => idx - self.turn_stride,
+        }
+    }
+
     /// The position stored at `idx` if `idx` is the index of a legal position
     /// (men on distinct squares, side not to move not in check).
     pub fn decode(&self, idx: u32) -> Option<Pos> {
@@ -975,6 +1030,10 @@ mod tests {
                 for i in (0..l.n).filter(|&i| l.men[i].1 != Role::Pawn) {
                     for turn in [Color::White, Color::Black] {
                         let steps = l.steps(&p.sq, i, turn);
+                        // The same from the index, as the retrograde passes find them.
+                        let raw = if turn == p.turn { idx } else { l.other_turn(idx, p.turn) };
+                        assert_eq!(raw, l.raw_index(&p.sq, turn), "{name} {idx}");
+                        let from_raw = l.steps_from_raw(&p.sq, raw, i, turn);
                         for t in (0..64u8).filter(|t| !p.sq[..l.n].contains(t)) {
                             let mut sq = p.sq;
                             sq[i] = t;
@@ -983,6 +1042,7 @@ mod tests {
                                 continue;
                             }
                             let full = l.index(&Pos { sq, turn });
+                            assert_eq!(from_raw.at(&l, t), steps.at(&l, t), "{name} {idx} man {i} to {t} {steps:?}");
                             match steps.at(&l, t) {
                                 Some(by_steps) => {
                                     assert_eq!(by_steps, full, "{name} {idx} man {i} to {t} {steps:?}");

@@ -241,20 +241,21 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
 /// predecessor has the other side to move.
 pub fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
     // A piece steps back along the lines it stepped forward on.
-    piece_steps(l, &r.sq, !r.turn, !r.turn, f);
+    piece_steps(l, &r.sq, !r.turn, !r.turn, None, f);
 }
 
 /// Calls `f` with the index of every position a legal non-zeroing move of
 /// `p` leads to. `p` must be canonical.
 pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
-    piece_steps(l, &p.sq, p.turn, !p.turn, f);
+    piece_steps(l, &p.sq, p.turn, !p.turn, None, f);
 }
 
 /// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
 /// (not pawns) moved to an empty square it attacks, where the side not to
-/// move then is not in check. `sq` is canonical.
+/// move then is not in check. `sq` is canonical; `raw`, if given, is its
+/// index with `turn` to move (see [`Layout::steps_from_raw`]).
 #[inline(always)]
-fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl FnMut(usize)) {
+fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, raw: Option<u32>, mut f: impl FnMut(usize)) {
     let occ = l.occupied(sq);
     // The king that must not be left attacked, and who would attack it:
     // after an un-move the side to move's (the mover's men attack), after
@@ -311,7 +312,11 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, mut f: impl 
         // The hot loop of every retrograde pass: where the symmetry stays,
         // one multiply-add per position.
         let full = |t: u8| l.index(&Pos { sq: with_square(*sq, i, t), turn }) as usize;
-        match l.steps(sq, i, turn) {
+        let steps = match raw {
+            Some(raw) => l.steps_from_raw(sq, raw, i, turn),
+            None => l.steps(sq, i, turn),
+        };
+        match steps {
             Steps::Plain { base, stride } => {
                 for t in targets {
                     f((base + t as u32 * stride) as usize);
@@ -372,10 +377,14 @@ pub fn for_each_neighbour_prefetched<E: Copy>(
             out[len] = q as u32;
             len += 1;
         };
-        let p = l.unchecked_pos(index(e));
+        let idx = index(e);
+        let p = l.unchecked_pos(idx);
+        // Both find positions with the other side to move, whose index
+        // differs from the entry's in that digit only until a man moves.
+        let raw = Some(l.other_turn(idx, p.turn));
         match which {
-            Neighbours::Unmoves => for_each_unmove(l, &p, found),
-            Neighbours::QuietChildren => for_each_quiet_child(l, &p, found),
+            Neighbours::Unmoves => piece_steps(l, &p.sq, !p.turn, !p.turn, raw, found),
+            Neighbours::QuietChildren => piece_steps(l, &p.sq, p.turn, !p.turn, raw, found),
         }
         lens[slot] = len;
         pending[slot] = Some(e);
