@@ -577,39 +577,7 @@ impl Layout {
     /// (see [`Steps`]).
     #[inline]
     pub fn steps(&self, from: &Squares, moved: usize, turn: Color) -> Steps {
-        debug_assert!(moved < 2 || self.men[moved].1 != Role::Pawn);
-        let tie = self.tie_broken_by_transposition(from);
-        match moved {
-            0 => Steps::WhiteKing { base: self.index_without_kings(from, turn), black_king: from[1], stride: self.pair_stride },
-            1 => {
-                let base = self.index_without_kings(from, turn);
-                let transposed_base =
-                    if !self.pawns && on_diagonal(from[0]) { self.index_without_kings(&self.transposed(from), turn) } else { base };
-                Steps::BlackKing { base, transposed_base, white_king: from[0], stride: self.pair_stride }
-            }
-            _ if self.combined && self.identical.contains(&moved) => {
-                if tie {
-                    return Steps::Full;
-                }
-                let g = self.identical.clone();
-                let mut others = [NONE; MAX_COMBINED - 1];
-                for (o, j) in others.iter_mut().zip(g.clone().filter(|&j| j != moved)) {
-                    *o = from[j];
-                }
-                let base = self.raw_index(from, turn) - Self::combination(&from[g]) * self.combo_stride;
-                Steps::Group { base, others, stride: self.combo_stride }
-            }
-            _ => {
-                let stride = self.stride[moved];
-                let base = self.raw_index(from, turn) - from[moved] as u32 * stride;
-                if !tie {
-                    return Steps::Plain { base, stride };
-                }
-                let t = self.transposed(from);
-                let transposed_base = self.raw_index(&t, turn) - t[moved] as u32 * stride;
-                Steps::Diagonal { base, transposed_base, stride }
-            }
-        }
+        self.steps_from_raw(from, self.raw_index(from, turn), moved, turn)
     }
 
     /// [`Layout::steps`] of `from` given `raw`, its index with `turn` to
