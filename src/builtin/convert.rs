@@ -41,16 +41,7 @@ pub fn convert_file(path: &Path, material: &Material, compression: Compression, 
         .into_par_iter()
         .map(|b| {
             let mut d = format::decode_block(&old, &blocks, b).map_err(|e| format!("block {b}: {e}"))?;
-            // Older versions fill an illegal index with a neighbour's
-            // value; the current one leaves it out, as the generator does.
-            for (j, idx) in blocks.range(b).enumerate() {
-                if layout.decode(idx as u32).is_none() {
-                    (d.dtz[j], d.dtm[j]) = (value::UNKNOWN, value::UNKNOWN);
-                    if let Some(x) = d.dtm50.as_mut() {
-                        x.inline[j] = value::UNKNOWN as u32;
-                    }
-                }
-            }
+            leave_out_illegal(&layout, blocks.range(b), &mut d);
             Ok(format::encode_one(compression, &d.dtz, &d.dtm, d.dtm50.as_ref()))
         })
         .collect::<Result<Vec<_>, String>>()?;
@@ -63,6 +54,21 @@ pub fn convert_file(path: &Path, material: &Material, compression: Compression, 
     replace(path, &new)?;
     stats::carry_over(path, material, header.crc32, new_header.crc32);
     Ok(Outcome::Converted { from_version: blocks.version, bytes_before: old.len() as u64, bytes_after: new.len() as u64, checked_positions })
+}
+
+/// Marks the illegal indexes of a decoded block (indexes `range`) unknown,
+/// as the generator leaves them: older versions fill one with a
+/// neighbour's value, and the current version writes an unknown one as a
+/// draw with no DTM or DTM50.
+fn leave_out_illegal(layout: &Layout, range: std::ops::Range<usize>, d: &mut format::DecodedBlock) {
+    for (j, idx) in range.enumerate() {
+        if layout.decode(idx as u32).is_none() {
+            (d.dtz[j], d.dtm[j]) = (value::UNKNOWN, value::UNKNOWN);
+            if let Some(x) = d.dtm50.as_mut() {
+                x.inline[j] = value::UNKNOWN as u32;
+            }
+        }
+    }
 }
 
 /// Compares block `b`'s legal positions in two files; returns how many.
@@ -121,25 +127,17 @@ mod tests {
         let table = Store::new(&dir, true).table(&kqkr).unwrap();
         let path = table.path.clone().unwrap();
         let generated = std::fs::read(&path).unwrap();
-        let stats_before = std::fs::read(stats::sidecar_path(&path)).ok();
+        let stats_before = std::fs::read(stats::sidecar_path(&path)).expect("statistics written with the table");
         let layout = Layout::new(&kqkr);
         let (header, blocks) = format::validate_layout(&generated, &kqkr, layout.size).unwrap();
         // The whole table's values, illegal indexes unknown, as generated.
         let (mut dtz, mut dtm, mut layers) = (Vec::new(), Vec::new(), Vec::new());
         for b in 0..blocks.entries.len() {
-            let d = format::decode_block(&generated, &blocks, b).unwrap();
-            for (j, idx) in blocks.range(b).enumerate() {
-                let legal = layout.decode(idx as u32).is_some();
-                dtz.push(if legal { d.dtz[j] } else { value::UNKNOWN });
-                dtm.push(if legal { d.dtm[j] } else { value::UNKNOWN });
-            }
-            let mut d50 = d.dtm50.unwrap();
-            for (j, idx) in blocks.range(b).enumerate() {
-                if layout.decode(idx as u32).is_none() {
-                    d50.inline[j] = value::UNKNOWN as u32;
-                }
-            }
-            layers.push((blocks.range(b).start, d50));
+            let mut d = format::decode_block(&generated, &blocks, b).unwrap();
+            leave_out_illegal(&layout, blocks.range(b), &mut d);
+            dtz.extend_from_slice(&d.dtz);
+            dtm.extend_from_slice(&d.dtm);
+            layers.push((blocks.range(b).start, d.dtm50.unwrap()));
         }
         let dtm50 = Dtm50Data::concat(layers);
         for version in [5, 6] {
@@ -158,12 +156,10 @@ mod tests {
         assert!(bytes_after < generated.len() as u64, "{bytes_after}");
         // The statistics still belong to the file: a store reads them
         // rather than computing them again.
-        if let Some(before) = stats_before {
-            let after: stats::TableStats = serde_json::from_slice(&std::fs::read(stats::sidecar_path(&path)).unwrap()).unwrap();
-            let before: stats::TableStats = serde_json::from_slice(&before).unwrap();
-            assert_eq!(after, stats::TableStats { table_crc32: after.table_crc32, ..before.clone() });
-            assert_ne!(after.table_crc32, before.table_crc32);
-        }
+        let after: stats::TableStats = serde_json::from_slice(&std::fs::read(stats::sidecar_path(&path)).unwrap()).unwrap();
+        let before: stats::TableStats = serde_json::from_slice(&stats_before).unwrap();
+        assert_eq!(after, stats::TableStats { table_crc32: after.table_crc32, ..before.clone() });
+        assert_ne!(after.table_crc32, before.table_crc32);
         let reopened = Store::new(&dir, false).table(&kqkr).unwrap();
         assert_eq!(reopened.file_size(), bytes_after);
         let _ = std::fs::remove_dir_all(&dir);

@@ -492,15 +492,20 @@ fn stamp_once(a: &AtomicU32, mode: Mode, stamp: u32) -> bool {
 /// first raise at this distance.
 #[inline]
 fn raise(a: &AtomicU32, mode: Mode, clock: i8, stamp: u32) -> Option<i8> {
-    let before = update(a, mode, |s| {
-        (clock > s.thr()).then(|| {
-            let mut t = s;
-            t.stamp(stamp);
-            t.set_thr(clock);
-            t
-        })
-    })?;
+    let before = update(a, mode, |s| raised(s, clock, stamp))?;
     (!before.stamped(stamp)).then(|| before.thr())
+}
+
+/// The word `s` with its clock raised to `clock` and stamped with `stamp`,
+/// if `clock` is higher.
+#[inline]
+fn raised(s: State, clock: i8, stamp: u32) -> Option<State> {
+    (clock > s.thr()).then(|| {
+        let mut t = s;
+        t.stamp(stamp);
+        t.set_thr(clock);
+        t
+    })
 }
 
 /// Whether the analysis may go on, given the bytes its segments take so
@@ -789,10 +794,7 @@ pub fn solve_layer(
                     if matches!(mode, Mode::Alone) {
                         // One read of the word: `raise` and the read after it
                         // in one.
-                        if clock > w.thr() {
-                            let mut t = w;
-                            t.stamp(win_stamp);
-                            t.set_thr(clock);
+                        if let Some(t) = raised(w, clock, win_stamp) {
                             a.store(t.0, Ordering::Relaxed);
                             if !w.stamped(win_stamp) {
                                 found.push((pi, w.thr()));

@@ -240,14 +240,13 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
 /// to an empty square). `r` must be canonical (decoded from its index). The
 /// predecessor has the other side to move.
 pub fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
-    // A piece steps back along the lines it stepped forward on.
-    piece_steps(l, &r.sq, !r.turn, !r.turn, None, f);
+    Neighbours::Unmoves.for_each(l, r, None, f);
 }
 
 /// Calls `f` with the index of every position a legal non-zeroing move of
 /// `p` leads to. `p` must be canonical.
 pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
-    piece_steps(l, &p.sq, p.turn, !p.turn, None, f);
+    Neighbours::QuietChildren.for_each(l, p, None, f);
 }
 
 /// The indexes, with `turn` to move, of `sq` with one of `mover`'s pieces
@@ -345,6 +344,20 @@ pub enum Neighbours {
     QuietChildren,
 }
 
+impl Neighbours {
+    /// Calls `f` with the index of each of `p`'s neighbours of this kind;
+    /// `raw`, if given, is the index of `p`'s squares with the other side to
+    /// move (see [`Layout::steps_from_raw`]).
+    #[inline(always)]
+    fn for_each(self, l: &Layout, p: &Pos, raw: Option<u32>, f: impl FnMut(usize)) {
+        match self {
+            // A piece steps back along the lines it stepped forward on.
+            Neighbours::Unmoves => piece_steps(l, &p.sq, !p.turn, !p.turn, raw, f),
+            Neighbours::QuietChildren => piece_steps(l, &p.sq, p.turn, !p.turn, raw, f),
+        }
+    }
+}
+
 /// [`for_each_unmove`] or [`for_each_quiet_child`] over a batch of
 /// positions, for the retrograde passes, which wait on memory more than on
 /// arithmetic: the neighbours of each entry are found, and `prefetch` is
@@ -381,11 +394,7 @@ pub fn for_each_neighbour_prefetched<E: Copy>(
         let p = l.unchecked_pos(idx);
         // Both find positions with the other side to move, whose index
         // differs from the entry's in that digit only until a man moves.
-        let raw = Some(l.other_turn(idx, p.turn));
-        match which {
-            Neighbours::Unmoves => piece_steps(l, &p.sq, !p.turn, !p.turn, raw, found),
-            Neighbours::QuietChildren => piece_steps(l, &p.sq, p.turn, !p.turn, raw, found),
-        }
+        which.for_each(l, &p, Some(l.other_turn(idx, p.turn)), found);
         lens[slot] = len;
         pending[slot] = Some(e);
         slot = (slot + 1) % PREFETCH_ENTRIES;

@@ -307,10 +307,15 @@ pub fn sidecar_path(table_path: &Path) -> PathBuf {
 /// The statistics stored beside `table`, if they are there and belong to
 /// this very file.
 pub fn read_sidecar(table: &impl Scan) -> Option<TableStats> {
-    let bytes = std::fs::read(sidecar_path(table.path()?)).ok()?;
+    read_sidecar_of(table.path()?, table.material(), table.crc32())
+}
+
+/// The statistics stored beside the table file at `table_path`, if they are
+/// of `material`'s file with header checksum `crc32`.
+fn read_sidecar_of(table_path: &Path, material: &Material, crc32: u32) -> Option<TableStats> {
+    let bytes = std::fs::read(sidecar_path(table_path)).ok()?;
     let stats: TableStats = serde_json::from_slice(&bytes).ok()?;
-    (stats.version == STATS_VERSION && stats.table_crc32 == table.crc32() && stats.material == table.material().name())
-        .then_some(stats)
+    (stats.version == STATS_VERSION && stats.table_crc32 == crc32 && stats.material == material.name()).then_some(stats)
 }
 
 /// Computes the statistics of `table` and stores them beside it (when the
@@ -322,12 +327,18 @@ pub fn compute_and_store(table: &impl Scan) -> TableStats {
 /// Stores `stats`, those of `table`, beside it (when the table is a file).
 pub fn store(table: &impl Scan, stats: TableStats) -> TableStats {
     if let Some(path) = table.path() {
-        let json = serde_json::to_vec(&stats).expect("statistics serialize");
-        if let Err(e) = replace_file(&sidecar_path(path), &json) {
-            tracing::warn!(table = %stats.material, "could not store the table's statistics: {e}");
-        }
+        write_sidecar(path, &stats);
     }
     stats
+}
+
+/// Writes `stats` beside the table file at `table_path`; a failure is
+/// logged, not returned: statistics can be computed again.
+fn write_sidecar(table_path: &Path, stats: &TableStats) {
+    let json = serde_json::to_vec(stats).expect("statistics serialize");
+    if let Err(e) = replace_file(&sidecar_path(table_path), &json) {
+        tracing::warn!(table = %stats.material, "could not store the table's statistics: {e}");
+    }
 }
 
 /// Writes `path` so that readers see the old file or the whole new one:
@@ -345,14 +356,8 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 /// `old_crc32`) are marked as the new file's (`new_crc32`) rather than left
 /// to be computed again, which decodes every block.
 pub fn carry_over(table_path: &Path, material: &Material, old_crc32: u32, new_crc32: u32) {
-    let path = sidecar_path(table_path);
-    let Some(mut stats) = std::fs::read(&path).ok().and_then(|bytes| serde_json::from_slice::<TableStats>(&bytes).ok()) else { return };
-    if stats.version == STATS_VERSION && stats.table_crc32 == old_crc32 && stats.material == material.name() {
-        stats.table_crc32 = new_crc32;
-        let json = serde_json::to_vec(&stats).expect("statistics serialize");
-        if let Err(e) = replace_file(&path, &json) {
-            tracing::warn!(table = %stats.material, "could not store the table's statistics: {e}");
-        }
+    if let Some(stats) = read_sidecar_of(table_path, material, old_crc32) {
+        write_sidecar(table_path, &TableStats { table_crc32: new_crc32, ..stats });
     }
 }
 
