@@ -12,7 +12,7 @@ use shakmaty::{CastlingMode, Chess, Position};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
 use tbserver::search::{
-    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, WithoutDtm, analyse, mate_bound,
+    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, StopReason, WithoutDtm, analyse, mate_bound,
 };
 
 fn tables(gaviota: bool) -> Option<impl Oracle> {
@@ -144,6 +144,22 @@ fn root_move_never_spoils_the_verdict() {
     }
     report!("root moves checked {checked}, decisive {decisive}");
     assert!(decisive > 50);
+}
+
+/// A root without legal moves is answered without searching: mated (found by
+/// fuzzing: the root-move filter took the best of no verdicts) or stalemate.
+#[test]
+fn roots_without_moves_are_terminal() {
+    let Some(t) = tables(false) else { return };
+    let limits = || Limits { nodes: Some(1_000), ..Default::default() };
+    let mated = run(&t, &pos("1R6/8/8/k7/8/8/8/QK6 b - - 0 1"), limits());
+    assert_eq!(mated.stop, Some(StopReason::Terminal));
+    assert!(mated.best_move.is_none() && mated.pv.is_empty());
+    assert!(matches!(mated.score, Score::Mate { mate_in_plies: 0, bound: ScoreBound::Exact, .. }), "{:?}", mated.score);
+    let stalemate = run(&t, &pos("k7/2Q5/1K6/8/8/8/8/8 b - - 0 1"), limits());
+    assert_eq!(stalemate.stop, Some(StopReason::Terminal));
+    assert!(stalemate.best_move.is_none());
+    assert!(matches!(stalemate.score, Score::Draw { .. }), "{:?}", stalemate.score);
 }
 
 /// On 3-piece positions whose mate is short, the search (without any DTM

@@ -242,6 +242,9 @@ fn pool() -> &'static rayon::ThreadPool {
     POOL.get_or_init(|| {
         rayon::ThreadPoolBuilder::new()
             .thread_name(|i| format!("builtin-gen-{i}"))
+            // `Inner::run` catches a generation's panic; rayon would abort
+            // the process on any other.
+            .panic_handler(|_| tracing::error!("a generation job panicked"))
             .build()
             .expect("generator thread pool")
     })

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use axum::{
     extract::{Query, State, rejection::QueryRejection},
-    http::StatusCode,
     response::{IntoResponse, Response, sse::{Event, KeepAlive, Sse}},
 };
 use serde::Deserialize;
@@ -46,6 +45,9 @@ impl Searches {
             pool: rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .thread_name(|i| format!("search-{i}"))
+                // Without a handler rayon aborts the process on a job's panic
+                // (`run_search` catches the search's own; this is the rest).
+                .panic_handler(|_| tracing::error!("a search job panicked"))
                 .build()
                 .expect("search thread pool"),
             config,
@@ -88,7 +90,7 @@ impl Searches {
 #[allow(dead_code)] // describes the stream; events are built by axum's `Event`
 struct AnalyseEvent {
     event: AnalyseEventName,
-    /// A `SearchResult` as JSON text.
+    /// A `SearchResult` as JSON text (an error body for `error`).
     #[schema(content_media_type = "application/json")]
     data: String,
 }
@@ -101,6 +103,8 @@ enum AnalyseEventName {
     Depth,
     /// The final result, once.
     Result,
+    /// Instead of `result` when the search failed (an internal error).
+    Error,
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -136,6 +140,33 @@ fn log_finished(r: &SearchResult) {
     tracing::info!(depth = r.depth, nodes = r.nodes, elapsed_ms = r.elapsed_ms, stop = ?r.stop, "search finished");
 }
 
+/// Runs one search, turning a panic into an error: the search pool aborts
+/// the process on a panic that escapes a job, and one bad search must not
+/// take the server down.
+fn run_search(
+    shared: &AppState,
+    pos: &Chess,
+    limits: &Limits,
+    cancel: &Arc<AtomicBool>,
+    on_depth: &mut dyn FnMut(&SearchResult),
+) -> Result<SearchResult, ApiError> {
+    let options = shared.searches.options();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        search::analyse(pos, shared.tablebases().as_ref(), limits, &options, cancel, on_depth)
+    }));
+    match outcome {
+        Ok(r) => {
+            log_finished(&r);
+            Ok(r)
+        }
+        Err(panic) => {
+            let what = panic.downcast_ref::<&str>().copied().or(panic.downcast_ref::<String>().map(|s| s.as_str()));
+            tracing::error!("search panicked: {}", what.unwrap_or("unknown"));
+            Err(ApiError::Internal)
+        }
+    }
+}
+
 fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
     let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal);
     tracing::info_span!("search", fen = %fen, movetime_ms = limits.movetime.map(|d| d.as_millis() as u64))
@@ -166,15 +197,14 @@ pub async fn analyse(
     state.searches.pool.spawn(move || {
         let _span = span.enter();
         let _running = shared.telemetry.search_started();
-        let options = shared.searches.options();
-        let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &c, &mut |_| {});
-        log_finished(&r);
+        let r = run_search(&shared, &pos, &limits, &c, &mut |_| {});
         drop(permit);
         let _ = tx.send(r);
     });
     match rx.await {
-        Ok(r) => super::encoding::respond(&r, format),
-        Err(_) => (StatusCode::INTERNAL_SERVER_ERROR, "search failed").into_response(),
+        Ok(Ok(r)) => super::encoding::respond(&r, format),
+        Ok(Err(e)) => e.into_response(),
+        Err(_) => ApiError::Internal.into_response(),
     }
 }
 
@@ -232,11 +262,13 @@ pub async fn analyse_stream(
                 cancel.store(true, Ordering::Relaxed);
             }
         };
-        let options = shared.searches.options();
-        let r = search::analyse(&pos, shared.tablebases().as_ref(), &limits, &options, &cancel, &mut on_depth);
-        log_finished(&r);
+        let r = run_search(&shared, &pos, &limits, &cancel, &mut on_depth);
         drop(permit);
-        let _ = tx.blocking_send(event("result", &r));
+        let last = match r {
+            Ok(r) => event("result", &r),
+            Err(e) => Event::default().event("error").json_data(e.body()).unwrap_or_else(|_| Event::default().event("error")),
+        };
+        let _ = tx.blocking_send(last);
         let _ = done_tx.send(());
     });
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {

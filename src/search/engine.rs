@@ -647,11 +647,12 @@ fn guaranteed_root_moves(oracle: &dyn Oracle, pos: &Chess) -> Vec<Move> {
             category(oracle, &next).map(Category::flip)
         })
         .collect();
+    // No legal move (mate or stalemate): `analyse` answers such a root itself.
     match verdicts {
-        Some(v) if !v.contains(&Category::Unknown) => {
-            let best = *v.iter().max().expect("non-empty");
-            moves.into_iter().zip(v).filter(|(_, c)| *c == best).map(|(m, _)| m).collect()
-        }
+        Some(v) if !v.contains(&Category::Unknown) => match v.iter().max() {
+            Some(&best) => moves.into_iter().zip(v).filter(|(_, c)| *c == best).map(|(m, _)| m).collect(),
+            None => moves,
+        },
         _ => moves,
     }
 }
