@@ -983,15 +983,32 @@ impl Inner {
     /// Called once per capture and promotion of every position generated:
     /// finds the table by id, allocating nothing.
     fn lookup_settled(&self, b: &Board) -> Result<Values, String> {
-        let (id, flip) = material_id(b);
-        let Some(id) = id else { return Ok(Values::DRAW) };
+        let key = men_key(b);
+        let slot = (key.wrapping_mul(0x9e37_79b9) >> (32 - PLACEMENT_SLOTS.trailing_zeros())) as usize;
+        let cached = PLACEMENTS.with_borrow(|c| c[slot].filter(|p| p.key == key));
+        let placement = match cached {
+            Some(p) => p,
+            None => {
+                let (id, flip) = material_id(b);
+                let slots = match id.map(|id| self.tables[id].get()) {
+                    Some(Some(t)) => slots_in(&t.layout, b, flip),
+                    Some(None) => return Err(self.unsettled(b)),
+                    None => [0; MAX_MEN],
+                };
+                let p = Placement { key, id, flip, slots };
+                PLACEMENTS.with_borrow_mut(|c| c[slot] = Some(p));
+                p
+            }
+        };
+        let Some(id) = placement.id else { return Ok(Values::DRAW) };
         match self.tables[id].get() {
-            Some(t) => t.try_values(t.layout.index(&pos_in(&t.layout, b, flip))),
-            None => Err(format!(
-                "built-in table {} looked up before it was settled",
-                material_of(b).0.map_or_else(String::new, |m| m.name())
-            )),
+            Some(t) => t.try_values(t.layout.index(&placed(b, placement.flip, &placement.slots))),
+            None => Err(self.unsettled(b)),
         }
+    }
+
+    fn unsettled(&self, b: &Board) -> String {
+        format!("built-in table {} looked up before it was settled", material_of(b).0.map_or_else(String::new, |m| m.name()))
     }
 }
 
@@ -1061,14 +1078,61 @@ fn material_of(b: &Board) -> (Option<Material>, bool) {
 
 /// `b` in the men order of `l`, colours swapped and board mirrored if `flip`.
 pub fn pos_in(l: &Layout, b: &Board, flip: bool) -> Pos {
+    placed(b, flip, &slots_in(l, b, flip))
+}
+
+/// Where each man of `b` goes in the men order of `l` (colours swapped if
+/// `flip`): the first free slot of its colour and role.
+fn slots_in(l: &Layout, b: &Board, flip: bool) -> [u8; MAX_MEN] {
+    let (mut slots, mut taken) = ([0; MAX_MEN], [false; MAX_MEN]);
+    for (k, &(c, r, _)) in b.men.iter().enumerate() {
+        let c = if flip { !c } else { c };
+        let slot = (0..l.n).find(|&i| l.men[i] == (c, r) && !taken[i]).expect("material matches");
+        taken[slot] = true;
+        slots[k] = slot as u8;
+    }
+    slots
+}
+
+/// `b` with its men in `slots` (as [`slots_in`] finds them), mirrored if `flip`.
+#[inline]
+fn placed(b: &Board, flip: bool, slots: &[u8; MAX_MEN]) -> Pos {
     let mut sq = [NONE; MAX_MEN];
-    for &(c, r, s) in &b.men {
-        let (c, s) = if flip { (!c, s ^ 56) } else { (c, s) };
-        let slot = (0..l.n).find(|&i| l.men[i] == (c, r) && sq[i] == NONE).expect("material matches");
-        sq[slot] = s;
+    for (k, &(_, _, s)) in b.men.iter().enumerate() {
+        sq[slots[k] as usize] = if flip { s ^ 56 } else { s };
     }
     let turn = if flip { !b.turn } else { b.turn };
     Pos { sq, turn }
+}
+
+/// Where the men of a board go in its table: the table, whether colours are
+/// swapped, each man's slot. They depend on the board's list of men (colour
+/// and role, in order), not on their squares, and a generation's lookups
+/// come from a few such lists (one per capture and promotion): worked out
+/// once per thread and list rather than per lookup (1.35% fewer
+/// instructions generating the 35 tables of 3–4 pieces).
+#[derive(Clone, Copy)]
+struct Placement {
+    /// The list of men, as [`men_key`] packs it.
+    key: u32,
+    /// The table's id; `None` for bare kings.
+    id: Option<usize>,
+    flip: bool,
+    slots: [u8; MAX_MEN],
+}
+
+/// Placements by a hash of their key; a clash only costs working one out again.
+const PLACEMENT_SLOTS: usize = 64;
+
+thread_local! {
+    static PLACEMENTS: std::cell::RefCell<[Option<Placement>; PLACEMENT_SLOTS]> =
+        const { std::cell::RefCell::new([None; PLACEMENT_SLOTS]) };
+}
+
+/// `b`'s men in order, four bits each (colour and role), after a leading 1.
+#[inline]
+fn men_key(b: &Board) -> u32 {
+    b.men.iter().fold(1, |k, &(c, r, _)| k << 4 | (c.is_white() as u32) << 3 | r as u32)
 }
 
 /// Converts a shakmaty position (at most [`MAX_MEN`] men) to a [`Board`].
