@@ -17,6 +17,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod material;
+pub mod panics;
 pub mod probe;
 pub mod probe_counts;
 pub mod request;

@@ -730,8 +730,7 @@ impl Inner {
     fn run(self: Arc<Self>, m: Material) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.open_or_generate(&m)))
             .unwrap_or_else(|panic| {
-                let what = panic.downcast_ref::<&str>().copied().or(panic.downcast_ref::<String>().map(|s| s.as_str()));
-                Err(Unavailable::Failed(format!("generating {} panicked: {}", m.name(), what.unwrap_or("unknown"))))
+                Err(Unavailable::Failed(format!("generating {} panicked: {}", m.name(), crate::panics::message(&*panic).unwrap_or("unknown"))))
             });
         let cancelled = self.cancelled.load(Ordering::SeqCst);
         let mut q = self.lock();

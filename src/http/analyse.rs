@@ -160,11 +160,15 @@ fn run_search(
             Ok(r)
         }
         Err(panic) => {
-            let what = panic.downcast_ref::<&str>().copied().or(panic.downcast_ref::<String>().map(|s| s.as_str()));
-            tracing::error!("search panicked: {}", what.unwrap_or("unknown"));
+            tracing::error!("search panicked: {}", crate::panics::message(&*panic).unwrap_or("unknown"));
             Err(ApiError::Internal)
         }
     }
+}
+
+/// One event of the stream: `name`, with `data` as JSON.
+fn sse_event(name: &str, data: &impl serde::Serialize) -> Event {
+    Event::default().event(name).json_data(data).unwrap_or_else(|_| Event::default().event(name))
 }
 
 fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
@@ -254,19 +258,16 @@ pub async fn analyse_stream(
     state.searches.pool.spawn(move || {
         let _span = span.enter();
         let _running = shared.telemetry.search_started();
-        let event = |name: &str, r: &SearchResult| {
-            Event::default().event(name).json_data(r).unwrap_or_else(|_| Event::default().event(name))
-        };
         let mut on_depth = |r: &SearchResult| {
-            if tx.try_send(event("depth", r)).is_err() && tx.is_closed() {
+            if tx.try_send(sse_event("depth", r)).is_err() && tx.is_closed() {
                 cancel.store(true, Ordering::Relaxed);
             }
         };
         let r = run_search(&shared, &pos, &limits, &cancel, &mut on_depth);
         drop(permit);
         let last = match r {
-            Ok(r) => event("result", &r),
-            Err(e) => Event::default().event("error").json_data(e.body()).unwrap_or_else(|_| Event::default().event("error")),
+            Ok(r) => sse_event("result", &r),
+            Err(e) => sse_event("error", &e.body()),
         };
         let _ = tx.blocking_send(last);
         let _ = done_tx.send(());

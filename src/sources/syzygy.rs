@@ -106,11 +106,7 @@ impl SyzygySource {
     fn guarded<T>(&self, pos: &Chess, metric: Metric, probe: impl FnOnce() -> Result<T, SyzygyError>) -> ProbeResult<T> {
         let result = catch_unwind(AssertUnwindSafe(probe)).map_or_else(
             |panic| {
-                let what = panic
-                    .downcast_ref::<&str>()
-                    .map(|s| (*s).to_owned())
-                    .or_else(|| panic.downcast_ref::<String>().cloned())
-                    .unwrap_or_default();
+                let what = crate::panics::message(&*panic).unwrap_or_default();
                 let material = crate::material::normalized(pos.board());
                 Err(TableError { table: file_name(&material, metric), reason: format!("table code panicked: {what}") })
             },
