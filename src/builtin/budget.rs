@@ -30,7 +30,9 @@ const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 /// position of each solved layer kept meanwhile (for the pawn pushes of
 /// layers still to solve: [`generate::most_kept_layers`], 0 without pawns,
 /// 2 with one pawn), and per index position of the table (its compressed
-/// blocks, kept until the file is written).
+/// blocks: a pawnless table's all at once as its one layer is encoded; a
+/// table with pawns holds up to 64 MiB of them, the rest spilled to disk
+/// until the file is written, [`super::stash`]).
 ///
 /// With DTM50 a layer takes 10 bytes per index position in arrays while
 /// both analyses run (DTZ50'' 2, the best exits by DTZ50'' and DTM50 1 + 2,

@@ -34,8 +34,6 @@
 //! white king squares by 64, identical men in every order) are recognised
 //! by their version field and refused, so that the store regenerates them.
 
-use std::io::{self, Seek, SeekFrom, Write};
-
 use rayon::prelude::*;
 
 use super::{
@@ -1042,6 +1040,35 @@ pub struct Encoded {
     frames: [Vec<u8>; 3],
 }
 
+impl Encoded {
+    /// The block's entry in a file's block index.
+    pub fn index_entry(&self) -> IndexEntry {
+        let mut crc = crc32fast::Hasher::new();
+        self.frames.iter().for_each(|f| crc.update(f));
+        IndexEntry { frame_lens: self.frames.each_ref().map(|f| f.len() as u32), crc: crc.finalize() }
+    }
+
+    /// Its frames, in the order a file holds them.
+    pub fn frames(&self) -> impl Iterator<Item = &[u8]> {
+        self.frames.iter().map(Vec::as_slice)
+    }
+}
+
+/// A block's entry in a file's block index: its frames' lengths and the
+/// checksum of their bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IndexEntry {
+    frame_lens: [u32; 3],
+    crc: u32,
+}
+
+impl IndexEntry {
+    /// Bytes of the block's frames together.
+    pub fn frames_bytes(&self) -> u64 {
+        self.frame_lens.iter().map(|&l| u64::from(l)).sum()
+    }
+}
+
 /// A block's column compressed, in a vector of its own length: zstd's
 /// `compress` returns one with room for the worst case (the raw column's
 /// size), which, kept for every block until the table is written, held
@@ -1181,7 +1208,7 @@ pub fn index_bytes(positions: usize) -> u64 {
     (HEADER_LEN + ENTRY_LEN * positions.div_ceil(BLOCK_POSITIONS)) as u64
 }
 
-/// A whole table in memory, as [`write_blocks`] writes it to a file
+/// A whole table in memory, as a file of it holds it
 /// ([`Compression::Fast`]).
 pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
     let encoded = encode_blocks(Compression::Fast, dtz, dtm, dtm50);
@@ -1222,25 +1249,9 @@ pub fn encode_one<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[
     encode_block(compression, dtz, dtm, dtm50, 0..dtz.len())
 }
 
-/// Writes a table from its blocks ([`encode_blocks`], in index order) to
-/// `w`. Returns the header written.
-pub fn write_blocks(
-    w: &mut (impl Write + Seek),
-    material: &Material,
-    positions: usize,
-    has_dtm50: bool,
-    legal_positions: u64,
-    encoded: &[Encoded],
-) -> io::Result<[u8; HEADER_LEN]> {
-    let bytes = assemble(material, positions, has_dtm50, legal_positions, encoded);
-    w.seek(SeekFrom::Start(0))?;
-    w.write_all(&bytes)?;
-    Ok(bytes[..HEADER_LEN].try_into().expect("a header"))
-}
-
-/// Bytes of the file [`write_blocks`] writes from these blocks.
-pub fn file_bytes(positions: usize, encoded: &[Encoded]) -> u64 {
-    index_bytes(positions) + encoded.iter().flat_map(|e| &e.frames).map(|f| f.len() as u64).sum::<u64>()
+/// Bytes of the file [`assemble`] makes of blocks with these index entries.
+pub fn file_bytes(positions: usize, entries: &[IndexEntry]) -> u64 {
+    index_bytes(positions) + entries.iter().map(IndexEntry::frames_bytes).sum::<u64>()
 }
 
 /// A whole table in memory from its blocks, in index order.
@@ -1249,9 +1260,30 @@ pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_po
 }
 
 fn assemble_version(version: u32, material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
+    let entries: Vec<IndexEntry> = encoded.iter().map(Encoded::index_entry).collect();
+    let mut out = header_and_index(version, material, positions, has_dtm50, legal_positions, &entries);
+    out.reserve_exact(file_bytes(positions, &entries) as usize - out.len());
+    for e in encoded {
+        e.frames().for_each(|f| out.extend_from_slice(f));
+    }
+    out
+}
+
+/// The start of a table file, up to its first block: the header of format
+/// `version` and the index of blocks with `entries` (one per
+/// [`BLOCK_POSITIONS`] positions, in index order). The blocks' frames
+/// follow it, in the same order.
+pub fn header_and_index(
+    version: u32,
+    material: &Material,
+    positions: usize,
+    has_dtm50: bool,
+    legal_positions: u64,
+    entries: &[IndexEntry],
+) -> Vec<u8> {
     let count = positions.div_ceil(BLOCK_POSITIONS);
-    assert_eq!(encoded.len(), count, "one block per {BLOCK_POSITIONS} positions");
-    let mut out = Vec::with_capacity(file_bytes(positions, encoded) as usize);
+    assert_eq!(entries.len(), count, "one block per {BLOCK_POSITIONS} positions");
+    let mut out = Vec::with_capacity(index_bytes(positions) as usize);
     let metrics = if has_dtm50 { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&version.to_le_bytes());
@@ -1266,19 +1298,14 @@ fn assemble_version(version: u32, material: &Material, positions: usize, has_dtm
     out.extend_from_slice(&(BLOCK_POSITIONS as u32).to_le_bytes());
     out.extend_from_slice(&0u32.to_le_bytes());
     debug_assert_eq!(out.len(), HEADER_LEN);
-    for e in encoded {
-        for f in &e.frames {
-            out.extend_from_slice(&(f.len() as u32).to_le_bytes());
+    for e in entries {
+        for len in e.frame_lens {
+            out.extend_from_slice(&len.to_le_bytes());
         }
-        let mut crc = crc32fast::Hasher::new();
-        e.frames.iter().for_each(|f| crc.update(f));
-        out.extend_from_slice(&crc.finalize().to_le_bytes());
+        out.extend_from_slice(&e.crc.to_le_bytes());
     }
     let crc = crc32fast::hash(&out);
     out[44..48].copy_from_slice(&crc.to_le_bytes());
-    for e in encoded {
-        e.frames.iter().for_each(|f| out.extend_from_slice(f));
-    }
     out
 }
 

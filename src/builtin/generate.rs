@@ -19,6 +19,7 @@ use shakmaty::Role;
 
 use super::dtm50::{self, Dtm50Data, Dtm50Layer, Dtm50Slices, MemoryCheck};
 use super::index::{Layout, NONE, Pos};
+use super::stash::BlockStash;
 use super::format;
 use super::stats::Tally;
 use super::memory::{Members, filled};
@@ -186,10 +187,10 @@ fn generate_with(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicB
 }
 
 /// A table generated into its compressed blocks, ready to be written
-/// ([`super::format::write_blocks`]).
+/// ([`BlockStash::write_to`]).
 pub struct GeneratedBlocks {
-    /// In index order.
-    pub blocks: Vec<format::Encoded>,
+    /// Every block of the table.
+    pub blocks: BlockStash,
     pub positions: usize,
     pub has_dtm50: bool,
     pub legal_positions: u64,
@@ -205,6 +206,8 @@ pub struct GeneratedBlocks {
 /// those of the whole table's values: a block that a layer boundary cuts
 /// (a pawn table's layers need not be whole blocks: KQQPvK's are 58.3 M
 /// indexes) is put together once the layers on both sides are solved.
+/// The blocks go to `blocks` (room for all of the table's, which may
+/// spill them to disk) as they are made.
 /// `memory` is called after each distance of DTM50's analysis with the
 /// further segments found so far in the layer; its error stops the
 /// generation (see [`super::budget::dtm50_memory_check`]).
@@ -213,6 +216,7 @@ pub fn generate_blocks(
     lookup: &Lookup,
     with_dtm50: bool,
     compression: format::Compression,
+    mut blocks: BlockStash,
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
 ) -> Result<GeneratedBlocks, String> {
@@ -227,7 +231,6 @@ pub fn generate_blocks(
     }
     let _done = Done;
     let mut tally = Tally::new(with_dtm50);
-    let mut blocks: Vec<Option<format::Encoded>> = (0..l.size.div_ceil(format::BLOCK_POSITIONS)).map(|_| None).collect();
     let mut cut = CutBlocks { parts: Default::default(), compression };
     let options = Options { memory, ..Options::STANDARD };
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
@@ -235,15 +238,12 @@ pub fn generate_blocks(
             || format::encode_whole_blocks(compression, base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
             || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
         );
-        for (b, e) in whole {
-            blocks[b] = Some(e);
-        }
-        for (b, e) in cut.add_ends(l.size, base, out) {
-            blocks[b] = Some(e);
+        for (b, e) in whole.into_iter().chain(cut.add_ends(l.size, base, out)) {
+            blocks.put(b, e);
         }
         tally.add_tally(&layer_tally);
     })?;
-    let blocks = blocks.into_iter().map(|b| b.expect("every block made whole by its layers")).collect();
+    assert!(blocks.is_complete(), "every block made whole by its layers");
     Ok(GeneratedBlocks { blocks, positions: l.size, has_dtm50: with_dtm50, legal_positions, secs, tally })
 }
 
@@ -1217,9 +1217,17 @@ mod tests {
         let whole = generate(&l, &promotions, true, &never).unwrap();
         let d = whole.dtm50.as_ref().unwrap();
         assert!(!d.segments.is_empty(), "no position with a second DTM50 segment");
-        let by_layers = generate_blocks(&l, &promotions, true, format::Compression::Fast, &|_| Ok(()), &never).unwrap();
-        let file = format::assemble(&m, l.size, true, by_layers.legal_positions, &by_layers.blocks);
-        assert!(file == format::encode(&m, &whole.dtz, &whole.dtm, Some(d), whole.legal_positions));
+        let expected = format::encode(&m, &whole.dtz, &whole.dtm, Some(d), whole.legal_positions);
+        // Held in memory, and every block spilled to disk as it is made.
+        let dir = std::env::temp_dir().join(format!("tbserver-layers-spill-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let count = l.size.div_ceil(format::BLOCK_POSITIONS);
+        for blocks in [BlockStash::in_memory(count), BlockStash::spilling(count, 0, &dir, &m)] {
+            let mut by_layers = generate_blocks(&l, &promotions, true, format::Compression::Fast, blocks, &|_| Ok(()), &never).unwrap();
+            let file = by_layers.blocks.assemble(&m, l.size, true, by_layers.legal_positions).unwrap();
+            assert!(file == expected);
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// The memory check stops a generation whose DTM50 segments outgrow

@@ -8,6 +8,7 @@
 //! - [`dtm50`]: the same with the half-move clock, stored as thresholds;
 //! - [`value`]: the 16-bit encoding of a value;
 //! - [`format`]: the file format (compressed blocks);
+//! - [`stash`]: a generated table's blocks until its file is written;
 //! - [`cache`]: decoded blocks, shared by a store's tables;
 //! - [`store`]: opening (mmap) or generating tables on demand;
 //! - [`budget`]: what generating a table costs, and whether it fits;
@@ -27,6 +28,7 @@ pub mod memory;
 pub mod moves;
 mod radix;
 pub mod schedule;
+pub mod stash;
 pub mod stats;
 pub mod store;
 pub mod value;

@@ -21,6 +21,7 @@ use super::{
     cache::{BlockCache, BlockKey, CacheCounts, GENERATION_CACHE_MIB},
     dtm50,
     format::{self, Blocks, DecodedBlock},
+    stash::{self, BlockStash},
     generate::{Board, PhaseSecs, Values, generate_blocks},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
@@ -301,6 +302,9 @@ struct Inner {
     generations: AtomicU64,
     /// Decoded blocks of all this store's tables.
     cache: Arc<BlockCache>,
+    /// Most bytes of a table's compressed blocks held in memory while it is
+    /// generated; the rest wait in a file in `dir` ([`BlockStash`]).
+    max_held_block_bytes: u64,
 }
 
 impl Store {
@@ -333,6 +337,7 @@ impl Store {
                 epoch: watch::Sender::new(0),
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
+                max_held_block_bytes: stash::DEFAULT_MAX_HELD_BYTES,
                 cache: Arc::new(BlockCache::new(GENERATION_CACHE_MIB << 20)),
             }),
         };
@@ -398,6 +403,13 @@ impl Store {
             i.caps = caps;
             i.max_unwritten_bytes = max_unwritten_bytes;
         })
+    }
+
+    /// Most bytes of a table's compressed blocks held in memory while it is
+    /// generated (default [`stash::DEFAULT_MAX_HELD_BYTES`]).
+    #[cfg(test)]
+    fn with_max_held_block_bytes(self, bytes: u64) -> Store {
+        self.configure(|i| i.max_held_block_bytes = bytes)
     }
 
     /// Most MiB of decoded blocks kept for all tables together (default
@@ -901,7 +913,15 @@ impl Inner {
         self.check_budget(&[material], reserved).map_err(Unavailable::Refused)?;
         self.generations.fetch_add(1, Ordering::SeqCst);
         let start = Instant::now();
-        let g = generate_blocks(&layout, &|b: &Board| self.lookup_settled(b), self.with_dtm50, self.compression, &budget::dtm50_memory_check, &self.cancelled)
+        let count = layout.size.div_ceil(format::BLOCK_POSITIONS);
+        // Spilled into the table directory, whose disk budget counts them:
+        // created here if it can be, else the blocks are held.
+        let blocks = match fs::create_dir_all(&self.dir) {
+            Ok(()) => BlockStash::spilling(count, self.max_held_block_bytes, &self.dir, material),
+            Err(_) => BlockStash::in_memory(count),
+        };
+        let lookup = |b: &Board| self.lookup_settled(b);
+        let mut g = generate_blocks(&layout, &lookup, self.with_dtm50, self.compression, blocks, &budget::dtm50_memory_check, &self.cancelled)
             .map_err(Unavailable::Failed)?;
         let (phase_secs, tally) = (g.secs, g.tally);
         let secs = start.elapsed().as_secs_f64();
@@ -913,12 +933,15 @@ impl Inner {
         // the start does not bound every table. A refusal here is handled
         // like a failed write.
         let written = self
-            .disk_verdict(material.name(), format::file_bytes(g.positions, &g.blocks))
+            .disk_verdict(material.name(), g.blocks.file_bytes(g.positions))
             .map_err(|refusal| refusal.to_string())
             .and_then(|()| fs::create_dir_all(&self.dir).map_err(|e| e.to_string()))
             .and_then(|()| {
                 write_by_rename(&path, |file| {
-                    format::write_blocks(file, material, g.positions, g.has_dtm50, g.legal_positions, &g.blocks)
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
+                    let start = g.blocks.write_to(&mut w, material, g.positions, g.has_dtm50, g.legal_positions)?;
+                    std::io::Write::flush(&mut w)?;
+                    Ok(start[..format::HEADER_LEN].try_into().expect("a header"))
                 })
                 .map_err(|e| e.to_string())
             })
@@ -941,7 +964,10 @@ impl Inner {
                 self.write_failures.fetch_add(1, Ordering::Relaxed);
                 // Kept in memory only within the allowance: a table that
                 // cannot be written must not grow the process without bound.
-                let bytes = format::assemble(material, g.positions, g.has_dtm50, g.legal_positions, &g.blocks);
+                let bytes = g
+                    .blocks
+                    .assemble(material, g.positions, g.has_dtm50, g.legal_positions)
+                    .map_err(|read| Unavailable::Failed(format!("could not write {} ({e}) nor read its spilled blocks back: {read}", material.name())))?;
                 let bytes_needed = bytes.len() as u64;
                 let held = self.unwritten_bytes.fetch_add(bytes_needed, Ordering::SeqCst);
                 if held + bytes_needed > self.max_unwritten_bytes {
@@ -1278,6 +1304,24 @@ mod tests {
         assert!(on_disk.path.is_some() && matches!(on_disk.data, Data::Mapped(_)));
         assert_eq!(in_memory.bytes(), on_disk.bytes());
         assert_eq!(fs::read(on_disk.path.as_ref().unwrap()).unwrap(), on_disk.bytes());
+        let _ = fs::remove_dir_all(&base);
+    }
+
+    /// Blocks spilled to disk while a table is generated make the same
+    /// file as blocks held in memory, and the spill file is gone after.
+    #[test]
+    fn spilled_blocks_make_the_same_tables() {
+        let base = std::env::temp_dir().join(format!("tbserver-store-spill-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&base);
+        let (held, spilled) = (Store::new(base.join("held"), true), Store::new(base.join("spilled"), true).with_max_held_block_bytes(0));
+        for name in ["KPvK", "KQvKP"] {
+            let material = Material::parse(name).unwrap();
+            let (a, b) = (held.table(&material).unwrap(), spilled.table(&material).unwrap());
+            assert!(a.bytes() == b.bytes(), "{name}");
+        }
+        let names: Vec<String> = fs::read_dir(base.join("spilled")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
+        assert!(names.iter().any(|n| n == "KQvKP.tbsb"), "{names:?}");
         let _ = fs::remove_dir_all(&base);
     }
 
