@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use super::{format, generate, index::Layout, material::Material};
+use super::{format, generate, index::Layout, material::Material, stash};
 
 const MIB: u64 = 1 << 20;
 
@@ -20,6 +20,10 @@ pub struct Estimate {
     pub peak_memory_bytes: u64,
     /// Size of the table file, in bytes.
     pub disk_bytes: u64,
+    /// Disk taken besides the file for the moment it is written: the
+    /// compressed blocks spilled while the table was generated (those
+    /// beyond [`stash::DEFAULT_MAX_HELD_BYTES`]), in bytes.
+    pub spill_bytes: u64,
 }
 
 /// Resident memory the process holds besides the generator's arrays (code,
@@ -101,9 +105,11 @@ pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
             FILE_BYTES_PER_POSITION_WITHOUT_DTM50,
         )
     };
+    let blocks_bytes = (file_per_position * positions) as u64;
     Estimate {
         peak_memory_bytes: memory,
-        disk_bytes: format::index_bytes(layout.size) + (file_per_position * positions) as u64,
+        disk_bytes: format::index_bytes(layout.size) + blocks_bytes,
+        spill_bytes: blocks_bytes.saturating_sub(stash::DEFAULT_MAX_HELD_BYTES),
     }
 }
 
@@ -343,6 +349,12 @@ mod tests {
         assert_eq!(kqkr.disk_bytes, 64 + 16 * n.div_ceil(8192) + n * 3 / 2);
         assert_eq!(without.disk_bytes, 64 + 16 * n.div_ceil(8192) + n * 3 / 4);
         assert!(kqkr.disk_bytes >= 3_118_878 && without.disk_bytes >= 2_020_227);
+        // A 4-piece table's blocks stay in memory; a 5-piece table's beyond
+        // 64 MiB are spilled: KBNvKP's 989 MB file spilled 925 MB.
+        assert_eq!(kqkr.spill_bytes, 0);
+        let kbnkp = estimate(&m("KBNvKP"), true);
+        assert_eq!(kbnkp.spill_bytes, kbnkp.disk_bytes - format::index_bytes(Layout::new(&m("KBNvKP")).size) - (64 << 20));
+        assert!(kbnkp.spill_bytes >= 989_071_136 - (64 << 20));
     }
 
     /// Peak anonymous memory (MiB) of generations by layers

@@ -831,7 +831,10 @@ impl Inner {
             self.refused_memory.fetch_add(1, Ordering::Relaxed);
             return Err(Refusal::Memory { table: m.name(), needed_bytes: largest.peak_memory_bytes, available: room });
         }
-        let disk_bytes: u64 = estimates.iter().map(|(_, e)| e.disk_bytes).sum();
+        // Only tables large enough to spill are generated one at a time
+        // (`schedule`), so one spill at most lies beside all the files.
+        let disk_bytes: u64 = estimates.iter().map(|(_, e)| e.disk_bytes).sum::<u64>()
+            + estimates.iter().map(|(_, e)| e.spill_bytes).max().unwrap_or(0);
         self.disk_verdict(tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(" "), disk_bytes)
     }
 
@@ -1323,6 +1326,27 @@ mod tests {
         assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
         assert!(names.iter().any(|n| n == "KQvKP.tbsb"), "{names:?}");
         let _ = fs::remove_dir_all(&base);
+    }
+
+    /// The disk check before a generation counts the files of the tables
+    /// to make and, once, the largest one's spilled blocks.
+    #[test]
+    fn the_disk_check_counts_the_largest_spill_once() {
+        let dir = std::env::temp_dir().join(format!("tbserver-store-spill-budget-{}", std::process::id()));
+        let [kbnkp, kqkr] = ["KBNvKP", "KQvKR"].map(|n| Material::parse(n).unwrap());
+        let [e5, e4] = [&kbnkp, &kqkr].map(|m| budget::estimate(m, true));
+        assert!(e5.spill_bytes > 0 && e4.spill_bytes == 0);
+        let needed = e5.disk_bytes + e4.disk_bytes + e5.spill_bytes;
+        let check = |cap: u64| {
+            let store = Store::new(&dir, true).with_budget(Caps { memory_bytes: None, disk_bytes: Some(cap) }, 0);
+            store.inner.check_budget(&[&kbnkp, &kqkr], 0)
+        };
+        match check(needed - 1) {
+            Err(Refusal::Disk { needed_bytes, .. }) => assert_eq!(needed_bytes, needed),
+            Err(Refusal::Memory { .. }) => panic!("this test needs the memory for KBNvKP's estimate free"),
+            other => panic!("{other:?}"),
+        }
+        assert!(check(needed).is_ok());
     }
 
     /// Tables shipped ahead (a container image's) are mapped from their
