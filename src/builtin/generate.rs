@@ -1222,7 +1222,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tbserver-layers-spill-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let count = l.size.div_ceil(format::BLOCK_POSITIONS);
-        for blocks in [BlockStash::in_memory(count), BlockStash::spilling(count, 0, &dir, &m)] {
+        for blocks in [BlockStash::in_memory(count), BlockStash::spilling(count, 0, dir.join("KPvK.blocks"))] {
             let mut by_layers = generate_blocks(&l, &promotions, true, format::Compression::Fast, blocks, &|_| Ok(()), &never).unwrap();
             let file = by_layers.blocks.assemble(&m, l.size, true, by_layers.legal_positions).unwrap();
             assert!(file == expected);

@@ -8,8 +8,7 @@
 use std::{
     fs,
     io::{self, Read, Seek, SeekFrom, Write},
-    path::{Path, PathBuf},
-    sync::atomic::{AtomicU64, Ordering},
+    path::PathBuf,
 };
 
 use super::{
@@ -37,13 +36,11 @@ pub struct BlockStash {
 
 enum Slot {
     Missing,
-    Held(Encoded),
+    Held { block: Encoded, entry: IndexEntry },
     Spilled { offset: u64, entry: IndexEntry },
 }
 
-/// A temporary file of blocks, removed when dropped. Named like the table
-/// files being written (`*.tbsb.tmp*`), so that the disk budget counts it
-/// and a later start removes it if this process dies.
+/// A temporary file of blocks, removed when dropped.
 struct Spill {
     file: fs::File,
     path: PathBuf,
@@ -64,14 +61,11 @@ impl BlockStash {
         BlockStash { slots: (0..count).map(|_| Slot::Missing).collect(), held_bytes: 0, max_held_bytes: u64::MAX, spill_path: None, spill: None, spill_failed: None }
     }
 
-    /// Room for the `count` blocks of `material`'s table: beyond
-    /// `max_held_bytes` of them in memory, the rest go to a file in `dir`
-    /// (created on the first block spilled).
-    pub fn spilling(count: usize, max_held_bytes: u64, dir: &Path, material: &Material) -> BlockStash {
-        static SPILLS: AtomicU64 = AtomicU64::new(0);
-        let n = SPILLS.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{}.{}.tmp{}.{n}.blocks", material.name(), format::EXTENSION, std::process::id());
-        BlockStash { max_held_bytes, spill_path: Some(dir.join(name)), ..BlockStash::in_memory(count) }
+    /// Room for the `count` blocks of a table: beyond `max_held_bytes` of
+    /// them in memory, the rest go to a new file at `path` (created on the
+    /// first block spilled, which fails if it exists).
+    pub fn spilling(count: usize, max_held_bytes: u64, path: PathBuf) -> BlockStash {
+        BlockStash { max_held_bytes, spill_path: Some(path), ..BlockStash::in_memory(count) }
     }
 
     /// Stores block `b`. A block that cannot be spilled (a full disk) is
@@ -93,7 +87,7 @@ impl BlockStash {
             }
         }
         self.held_bytes += entry.frames_bytes();
-        self.slots[b] = Slot::Held(block);
+        self.slots[b] = Slot::Held { block, entry };
     }
 
     /// Appends `block`'s frames to the spill file; returns where they start.
@@ -131,8 +125,7 @@ impl BlockStash {
             .iter()
             .map(|s| match s {
                 Slot::Missing => panic!("a table is written only once every block is stored"),
-                Slot::Held(e) => e.index_entry(),
-                Slot::Spilled { entry, .. } => *entry,
+                Slot::Held { entry, .. } | Slot::Spilled { entry, .. } => *entry,
             })
             .collect()
     }
@@ -143,15 +136,22 @@ impl BlockStash {
     }
 
     /// Writes the table file (format [`format::VERSION`]) to `w`, one block
-    /// at a time; returns its header and block index.
-    pub fn write_to(&mut self, w: &mut impl Write, material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64) -> io::Result<Vec<u8>> {
+    /// at a time; returns its header.
+    pub fn write_to(
+        &mut self,
+        w: &mut impl Write,
+        material: &Material,
+        positions: usize,
+        has_dtm50: bool,
+        legal_positions: u64,
+    ) -> io::Result<[u8; format::HEADER_LEN]> {
         let start = format::header_and_index(format::VERSION, material, positions, has_dtm50, legal_positions, &self.entries());
         w.write_all(&start)?;
         let mut buf = Vec::new();
         for b in 0..self.slots.len() {
             match &self.slots[b] {
                 Slot::Missing => unreachable!("checked by `entries`"),
-                Slot::Held(e) => e.frames().try_for_each(|f| w.write_all(f))?,
+                Slot::Held { block, .. } => block.frames().try_for_each(|f| w.write_all(f))?,
                 &Slot::Spilled { offset, entry } => {
                     let spill = self.spill.as_mut().expect("a spilled block has its file");
                     buf.resize(entry.frames_bytes() as usize, 0);
@@ -161,7 +161,7 @@ impl BlockStash {
                 }
             }
         }
-        Ok(start)
+        Ok(start[..format::HEADER_LEN].try_into().expect("a header"))
     }
 
     /// The table file in memory (for a table that could not be written).
@@ -177,7 +177,7 @@ mod tests {
     use super::*;
     use crate::builtin::format::{BLOCK_POSITIONS, Compression};
 
-    /// BlockStash of some values: a few distinct columns, so that blocks differ.
+    /// Blocks of some values: a few distinct columns, so that blocks differ.
     fn encoded(count: usize) -> Vec<Encoded> {
         (0..count)
             .map(|b| {
@@ -208,7 +208,7 @@ mod tests {
         // The last two blocks (stored first) held, the others spilled.
         let two_held = sizes[count - 2..].iter().sum::<u64>();
         for max_held in [0, two_held, u64::MAX] {
-            let mut blocks = BlockStash::spilling(count, max_held, &d, &material);
+            let mut blocks = BlockStash::spilling(count, max_held, d.join("KQvK.blocks"));
             for (b, e) in encoded(count).into_iter().enumerate().rev() {
                 assert!(!blocks.is_complete());
                 blocks.put(b, e);
@@ -236,7 +236,7 @@ mod tests {
     fn blocks_that_cannot_be_spilled_are_held() {
         let material = Material::parse("KQvK").unwrap();
         let d = dir("unspillable");
-        let mut blocks = BlockStash::spilling(3, 0, &d.join("missing"), &material);
+        let mut blocks = BlockStash::spilling(3, 0, d.join("missing").join("KQvK.blocks"));
         for (b, e) in encoded(3).into_iter().enumerate() {
             blocks.put(b, e);
         }

@@ -919,8 +919,9 @@ impl Inner {
         let count = layout.size.div_ceil(format::BLOCK_POSITIONS);
         // Spilled into the table directory, whose disk budget counts them:
         // created here if it can be, else the blocks are held.
+        let path = self.path_of(material);
         let blocks = match fs::create_dir_all(&self.dir) {
-            Ok(()) => BlockStash::spilling(count, self.max_held_block_bytes, &self.dir, material),
+            Ok(()) => BlockStash::spilling(count, self.max_held_block_bytes, temporary_path(&path, ".blocks")),
             Err(_) => BlockStash::in_memory(count),
         };
         let lookup = |b: &Board| self.lookup_settled(b);
@@ -931,7 +932,6 @@ impl Inner {
         if self.cancelled.load(Ordering::SeqCst) {
             return Err(Unavailable::Failed("cancelled".into()));
         }
-        let path = self.path_of(material);
         // The file's exact size is known now; the estimate checked before
         // the start does not bound every table. A refusal here is handled
         // like a failed write.
@@ -942,9 +942,9 @@ impl Inner {
             .and_then(|()| {
                 write_by_rename(&path, |file| {
                     let mut w = std::io::BufWriter::with_capacity(1 << 20, file);
-                    let start = g.blocks.write_to(&mut w, material, g.positions, g.has_dtm50, g.legal_positions)?;
+                    let header = g.blocks.write_to(&mut w, material, g.positions, g.has_dtm50, g.legal_positions)?;
                     std::io::Write::flush(&mut w)?;
-                    Ok(start[..format::HEADER_LEN].try_into().expect("a header"))
+                    Ok(header)
                 })
                 .map_err(|e| e.to_string())
             })
@@ -1269,15 +1269,23 @@ fn remove_stale_temporary_files(dir: &Path) {
     }
 }
 
+/// A temporary name for `path` (a table file) that no other writer uses,
+/// in this process or another, ending in `suffix`: `KQvK.tbsb.tmp<pid>.<n>`
+/// and the suffix. The disk budget counts such files ([`budget`]) and
+/// [`remove_stale_temporary_files`] removes those a dead process left.
+fn temporary_path(path: &Path, suffix: &str) -> PathBuf {
+    static NAMES: AtomicU64 = AtomicU64::new(0);
+    let n = NAMES.fetch_add(1, Ordering::Relaxed);
+    path.with_extension(format!("{}.tmp{}.{n}{suffix}", format::EXTENSION, std::process::id()))
+}
+
 /// Writes a file that readers only ever see whole: to a temporary name no
 /// other writer uses (in this process or another), then renamed into place.
 /// Two stores on one directory may generate the same table at once; with a
 /// shared temporary file one could rename it while the other still writes it,
 /// and a mapping of it would fault past its end.
 fn write_by_rename<T>(path: &Path, write: impl FnOnce(&mut fs::File) -> std::io::Result<T>) -> std::io::Result<T> {
-    static WRITES: AtomicU64 = AtomicU64::new(0);
-    let n = WRITES.fetch_add(1, Ordering::Relaxed);
-    let tmp = path.with_extension(format!("{}.tmp{}.{n}", format::EXTENSION, std::process::id()));
+    let tmp = temporary_path(path, "");
     // A failed write (a full disk) must not leave its partial file behind.
     fs::File::create(&tmp)
         .and_then(|mut file| write(&mut file))
