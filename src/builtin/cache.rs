@@ -21,7 +21,7 @@ use std::{
     },
 };
 
-use super::format::{BLOCK_POSITIONS, DecodedBlock};
+use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
 /// reaches over a few hundred positions of every 3-4-piece table (a
@@ -49,6 +49,9 @@ const SLOT_BYTES: u64 = 10 * BLOCK_POSITIONS as u64;
 pub struct BlockKey {
     pub table: u64,
     pub block: u32,
+    /// Which part of DTM50 the block holds: a block decoded for clock 0
+    /// only is another entry than the whole one.
+    pub part: Dtm50Part,
 }
 
 /// Counters for `/prometheus`.
@@ -75,7 +78,7 @@ type Slot = Mutex<Set>;
 
 pub struct BlockCache {
     slots: Box<[Slot]>,
-    hits: AtomicU64,
+    hits: Counter,
     misses: AtomicU64,
     evictions: AtomicU64,
     bytes: AtomicU64,
@@ -89,6 +92,35 @@ pub struct BlockCache {
 const RECENT: usize = 4;
 type Recent = [Option<(u64, BlockKey, Arc<DecodedBlock>)>; RECENT];
 
+/// A count that threads add to without sharing a cache line (mostly):
+/// hits are counted on every lookup, a generation makes about 50 million of
+/// them, and one shared word bounced between the cores on each.
+#[derive(Default)]
+struct Counter([Shard; SHARDS]);
+
+const SHARDS: usize = 8;
+
+#[derive(Default)]
+#[repr(align(64))]
+struct Shard(AtomicU64);
+
+impl Counter {
+    #[inline]
+    fn add(&self) {
+        thread_local! {
+            static SHARD: usize = {
+                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS
+            };
+        }
+        self.0[SHARD.with(|s| *s)].0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    fn get(&self) -> u64 {
+        self.0.iter().map(|s| s.0.load(Ordering::Relaxed)).sum()
+    }
+}
+
 thread_local! {
     static RECENT_BLOCKS: std::cell::RefCell<(Recent, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
 }
@@ -100,7 +132,7 @@ impl BlockCache {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         BlockCache {
             slots: (0..max_bytes / SLOT_BYTES / WAYS as u64).map(|_| Mutex::default()).collect(),
-            hits: AtomicU64::new(0),
+            hits: Counter::default(),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
             bytes: AtomicU64::new(0),
@@ -124,6 +156,29 @@ impl BlockCache {
         Some(&self.slots[((h >> 32) as usize * self.slots.len()) >> 32])
     }
 
+    /// `f` of the decoded block of `key`, decoded by `decode` on a miss.
+    /// A block the thread used lately is lent to `f` without taking a
+    /// reference count; `f` must not look up blocks itself.
+    #[inline]
+    pub fn with_block<R>(
+        &self,
+        key: BlockKey,
+        decode: impl FnOnce() -> Result<DecodedBlock, String>,
+        f: impl FnOnce(&DecodedBlock) -> R,
+    ) -> Result<R, String> {
+        let mut f = Some(f);
+        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
+            let (_, _, b) = r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key)?;
+            Some(f.take().expect("called once")(b))
+        });
+        if let Some(v) = recent {
+            self.hits.add();
+            return Ok(v);
+        }
+        let b = self.get_or_decode(key, decode)?;
+        Ok(f.take().expect("called once")(&b))
+    }
+
     /// The decoded block of `key`, decoded by `decode` on a miss.
     #[inline]
     pub fn get_or_decode(
@@ -135,7 +190,7 @@ impl BlockCache {
             r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| Arc::clone(b))
         });
         if let Some(b) = recent {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.hits.add();
             return Ok(b);
         }
         let slot = self.slot(key);
@@ -150,7 +205,7 @@ impl BlockCache {
         });
         let block = match cached {
             Some(b) => {
-                self.hits.fetch_add(1, Ordering::Relaxed);
+                self.hits.add();
                 b
             }
             None => {
@@ -189,7 +244,7 @@ impl BlockCache {
 
     pub fn counts(&self) -> CacheCounts {
         CacheCounts {
-            hits: self.hits.load(Ordering::Relaxed),
+            hits: self.hits.get(),
             misses: self.misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             bytes: self.bytes.load(Ordering::Relaxed),
@@ -202,7 +257,7 @@ mod tests {
     use super::*;
 
     fn block(n: usize) -> DecodedBlock {
-        DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None, more_rank: Vec::new() }
+        DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None, more_rank: Vec::new(), part: Dtm50Part::All }
     }
 
     /// Many threads asking for the same blocks at once, none decoded yet:
@@ -218,21 +273,28 @@ mod tests {
                 let (cache, decodes) = (&cache, &decodes);
                 s.spawn(move || {
                     for round in 0..50u32 {
-                        let key = BlockKey { table: 1, block: (round + t) % 10 };
-                        let b = cache
-                            .get_or_decode(key, || {
-                                decodes.fetch_add(1, Ordering::Relaxed);
-                                std::thread::sleep(std::time::Duration::from_micros(200));
-                                Ok(block(key.block as usize + 1))
-                            })
-                            .unwrap();
-                        assert_eq!(b.dtz.len(), key.block as usize + 1);
+                        let key = BlockKey { table: 1, block: (round + t) % 10, part: Dtm50Part::All };
+                        let decode = || {
+                            decodes.fetch_add(1, Ordering::Relaxed);
+                            std::thread::sleep(std::time::Duration::from_micros(200));
+                            Ok(block(key.block as usize + 1))
+                        };
+                        // Every other lookup lends the block (a thread's
+                        // recent blocks without a reference count).
+                        let len = if round % 2 == 0 {
+                            cache.get_or_decode(key, decode).unwrap().dtz.len()
+                        } else {
+                            cache.with_block(key, decode, |b| b.dtz.len()).unwrap()
+                        };
+                        assert_eq!(len, key.block as usize + 1);
+                        // Again at once: the thread's recent block.
+                        assert_eq!(cache.with_block(key, || unreachable!("recent"), |b| b.dtm.len()).unwrap(), len);
                     }
                 });
             }
         });
         let c = cache.counts();
-        assert_eq!(c.hits + c.misses, 8 * 50);
+        assert_eq!(c.hits + c.misses, 8 * 50 * 2);
         assert_eq!(c.misses, decodes.load(Ordering::Relaxed));
         assert!((10..=10 * threads as u64).contains(&c.misses), "{c:?}");
         // Inside a rayon pool of 2 threads, 64 jobs on one block: none waits
@@ -242,7 +304,7 @@ mod tests {
         pool.install(|| {
             use rayon::prelude::*;
             (0..64).into_par_iter().for_each(|_| {
-                let b = fresh.get_or_decode(BlockKey { table: 2, block: 0 }, || Ok(block(3))).unwrap();
+                let b = fresh.get_or_decode(BlockKey { table: 2, block: 0, part: Dtm50Part::All }, || Ok(block(3))).unwrap();
                 assert_eq!(b.dtm, [9, 9, 9]);
             })
         });
@@ -251,11 +313,11 @@ mod tests {
     #[test]
     fn errors_are_not_cached_and_size_is_bounded() {
         let cache = BlockCache::new(8 * SLOT_BYTES);
-        let key = BlockKey { table: 3, block: 0 };
+        let key = BlockKey { table: 3, block: 0, part: Dtm50Part::All };
         assert_eq!(cache.get_or_decode(key, || Err("checksum mismatch".into())).unwrap_err(), "checksum mismatch");
         assert_eq!(cache.get_or_decode(key, || Ok(block(1))).unwrap().dtz, [7]);
         for b in 1..40 {
-            cache.get_or_decode(BlockKey { table: 3, block: b }, || Ok(block(8192))).unwrap();
+            cache.get_or_decode(BlockKey { table: 3, block: b, part: Dtm50Part::All }, || Ok(block(8192))).unwrap();
         }
         let c = cache.counts();
         assert!(c.evictions > 0 && c.bytes <= 8 * SLOT_BYTES, "{c:?}");

@@ -227,6 +227,40 @@ pub struct DecodedBlock {
     /// DTM50 segments: a probe finds a position's among them by counting
     /// at most 63 words rather than by a binary search of the block's.
     pub more_rank: Vec<u16>,
+    /// What of DTM50 was decoded: [`Dtm50Part::AtZero`] blocks answer at
+    /// clock 0 only.
+    pub part: Dtm50Part,
+}
+
+/// As much of `d` as `part` asks: for clock 0 only, each position's first
+/// segment up to clock 0.
+fn keep_part(d: Dtm50Data, part: Dtm50Part) -> Dtm50Data {
+    match part {
+        Dtm50Part::All => d,
+        Dtm50Part::AtZero => {
+            let inline = d
+                .inline
+                .iter()
+                .map(|&w| {
+                    let first = Segment::unpack(w & !MORE);
+                    if value::is_win(first.value) || value::is_loss(first.value) { Segment { max_clock: 0, ..first }.pack() } else { w & !MORE }
+                })
+                .collect();
+            Dtm50Data { inline, overflow_start: vec![0], ..Dtm50Data::default() }
+        }
+    }
+}
+
+/// How much of a block's DTM50 a decode rebuilds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Dtm50Part {
+    /// Every clock.
+    #[default]
+    All,
+    /// The value at clock 0 only, which is all a generation's lookups into
+    /// finished tables need (a capture or promotion resets the clock): it
+    /// is read off the column's first planes, without its change points.
+    AtZero,
 }
 
 /// A block's DTM50 with its [`DecodedBlock::more_rank`].
@@ -269,11 +303,13 @@ impl DecodedBlock {
     /// table without DTM50.
     #[inline]
     pub fn dtm50_at_clock(&self, j: u32, clock: u32) -> Option<u16> {
+        debug_assert!(clock == 0 || self.part == Dtm50Part::All, "a block decoded for clock 0 only");
         self.dtm50.as_ref().map(|d| Ranked { d, rank: &self.more_rank }.at_clock(j, clock))
     }
 
     /// Appends every DTM50 segment of position `j` to `out`, in clock order.
     pub fn dtm50_segments_into(&self, j: u32, out: &mut Vec<Segment>) {
+        debug_assert_eq!(self.part, Dtm50Part::All, "a block decoded for clock 0 only");
         if let Some(d) = &self.dtm50 {
             Ranked { d, rank: &self.more_rank }.segments_into(j, out);
         }
@@ -748,6 +784,37 @@ impl Columns {
         1 + 3 * won_lost + with_points
     }
 
+    /// [`Dtm50Part::AtZero`] of a version 6 or 7 column: each won or lost
+    /// position's value at clock 0 from the column's first planes, as a
+    /// segment up to clock 0; the change points after them are not read.
+    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
+        let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
+        if kind == Dtm50Column::EveryIndex as u8 {
+            return Ok(keep_part(Self::undtm50(rest, z, dtm)?, Dtm50Part::AtZero));
+        }
+        if kind != Dtm50Column::Decisive as u8 && Dtm50Column::held_bits(kind).is_none() {
+            return Err(format!("unknown DTM50 column kind {kind}"));
+        }
+        if rest.len() < 3 * won_lost {
+            return Err("DTM50 column too short".into());
+        }
+        let (first_low, first_high) = (&rest[..won_lost], &rest[won_lost..2 * won_lost]);
+        let mut k = 0;
+        let inline = z
+            .iter()
+            .zip(dtm)
+            .map(|(&vz, &vm)| {
+                if !decisive(vz) {
+                    return DRAW as u32;
+                }
+                let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
+                k += 1;
+                Segment { value, max_clock: 0 }.pack()
+            })
+            .collect();
+        Ok(Dtm50Data { inline, overflow_start: vec![0], ..Dtm50Data::default() })
+    }
+
     fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
@@ -1147,6 +1214,11 @@ fn decompress(frame: &[u8], expected: Option<usize>, out: &mut Vec<u8>) -> Resul
 
 /// Decodes block `b` of a table held in `bytes`, checksum first.
 pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBlock, String> {
+    decode_block_part(bytes, blocks, b, Dtm50Part::All)
+}
+
+/// [`decode_block`], DTM50 only as far as `part` asks.
+pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Part) -> Result<DecodedBlock, String> {
     let e = blocks.entries[b];
     let n = blocks.range(b).len();
     let data = bytes.get(e.offset..e.offset + e.len()).ok_or("past the end of the file")?;
@@ -1173,7 +1245,7 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         let dtm: Vec<u16> = Columns::unplanes16(&raw, n)?.zip(&dtz).map(|(d, &z)| d.wrapping_add(z)).collect();
         let dtm50 = if blocks.has_dtm50 {
             column(frames[2], None, &mut raw)?;
-            Some(Columns::undtm50(&raw, &dtz, &dtm)?)
+            Some(keep_part(Columns::undtm50(&raw, &dtz, &dtm)?, part))
         } else {
             None
         };
@@ -1184,7 +1256,10 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         let dtm = Columns::undtm_v6(&raw, &dtz, won_lost)?;
         let dtm50 = if blocks.has_dtm50 {
             column(frames[2], frames[2].is_empty().then(|| Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)), &mut raw)?;
-            Some(Columns::undtm50_v6(&raw, &dtz, &dtm, won_lost)?)
+            Some(match part {
+                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, won_lost)?,
+                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, won_lost)?,
+            })
         } else {
             None
         };
@@ -1199,7 +1274,7 @@ pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBl
         }
         rank
     });
-    Ok(DecodedBlock { dtz, dtm, dtm50, more_rank })
+    Ok(DecodedBlock { dtz, dtm, dtm50, more_rank, part })
 }
 
 /// Bytes of the header and block index of a table of `positions` index
@@ -1486,10 +1561,15 @@ mod tests {
         let (mut checked, mut further_checked) = (0, 0);
         for b in 0..blocks.entries.len() {
             let block = decode_block(&bytes, &blocks, b).unwrap();
+            // The same block decoded for clock 0 only (a generation's
+            // lookups): the same DTZ50'', DTM and DTM50 at clock 0.
+            let at_zero = decode_block_part(&bytes, &blocks, b, Dtm50Part::AtZero).unwrap();
+            assert_eq!((&at_zero.dtz, &at_zero.dtm), (&block.dtz, &block.dtm));
             for (j, idx) in blocks.range(b).enumerate() {
                 if dtz[idx] == UNKNOWN {
                     continue;
                 }
+                assert_eq!(at_zero.dtm50_at_clock(j as u32, 0), Some(d.at_clock(idx as u32, 0)), "version {version}, index {idx}, clock 0 only");
                 assert_eq!((block.dtz[j], block.dtm[j]), (dtz[idx], dtm[idx]), "version {version}, index {idx}");
                 let (mut got, mut want) = (Vec::new(), Vec::new());
                 block.dtm50_segments_into(j as u32, &mut got);

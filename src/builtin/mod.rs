@@ -241,7 +241,7 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         "{} tables ({} generated), {} legal positions, {} bytes ({} of them generated now) in {}, {:.2} s \
          (tables run in parallel; their own times add up to {:.1} s: exits {:.1} s, then DTZ50'' {:.1} s \
          beside DTM50 {:.1} s ({:.1} s of it on all threads), DTM beyond them {:.1} s, compression {:.1} s, \
-         statistics {:.1} s)",
+         statistics {:.1} s; lookups into finished tables: {} found decoded, {} decoded a block)",
         summary.tables,
         summary.generated,
         summary.legal_positions,
@@ -256,7 +256,9 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         summary.phase_secs.dtm50_shared,
         summary.phase_secs.dtm,
         summary.phase_secs.encode,
-        summary.phase_secs.stats
+        summary.phase_secs.stats,
+        store.cache_counts().hits,
+        store.cache_counts().misses,
     );
     Ok(summary)
 }

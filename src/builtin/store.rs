@@ -20,7 +20,7 @@ use super::{
     budget::{self, Caps, Refusal},
     cache::{BlockCache, BlockKey, CacheCounts, GENERATION_CACHE_MIB},
     dtm50,
-    format::{self, Blocks, DecodedBlock},
+    format::{self, Blocks, DecodedBlock, Dtm50Part},
     stash::{self, BlockStash},
     generate::{Board, PhaseSecs, Values, generate_blocks},
     index::{Layout, MAX_MEN, NONE, Pos},
@@ -86,40 +86,55 @@ impl Table {
         self.blocks.metric_bytes()
     }
 
-    /// The decoded block holding `idx`, and `idx`'s place in it. A damaged
-    /// block fails the probes that need it, naming the table and block.
+    /// `f` of the decoded block holding `idx` (with `part` of its DTM50)
+    /// and `idx`'s place in it. A damaged block fails the probes that need
+    /// it, naming the table and block.
     #[inline]
-    fn block(&self, idx: u32) -> Result<(Arc<DecodedBlock>, u32), String> {
+    fn with_block<R>(&self, idx: u32, part: Dtm50Part, f: impl FnOnce(&DecodedBlock, u32) -> R) -> Result<R, String> {
         let (b, j) = self.blocks.locate(idx);
-        let key = BlockKey { table: self.serial, block: b as u32 };
-        let block = self.cache.get_or_decode(key, || {
-            format::decode_block(self.bytes(), &self.blocks, b)
-                .map_err(|e| format!("built-in table {}.{} block {b}: {e}", self.material.name(), format::EXTENSION))
-        })?;
-        Ok((block, j as u32))
+        let key = BlockKey { table: self.serial, block: b as u32, part };
+        self.cache.with_block(
+            key,
+            || {
+                format::decode_block_part(self.bytes(), &self.blocks, b, part)
+                    .map_err(|e| format!("built-in table {}.{} block {b}: {e}", self.material.name(), format::EXTENSION))
+            },
+            |block| f(block, j as u32),
+        )
     }
 
     /// All values at `idx`, DTM50 at clock 0 ([`value::UNKNOWN`] in a table
     /// without DTM50).
     #[inline]
     pub fn try_values(&self, idx: u32) -> Result<Values, String> {
-        let (b, j) = self.block(idx)?;
-        let dtm50 = b.dtm50_at_clock(j, 0).unwrap_or(value::UNKNOWN);
-        Ok(Values { dtz: b.dtz[j as usize], dtm: b.dtm[j as usize], dtm50 })
+        self.values_from(idx, Dtm50Part::All)
+    }
+
+    /// [`Table::try_values`] from a block decoded for clock 0 only: a
+    /// generation's lookups, which would otherwise rebuild every block's
+    /// DTM50 change points and never read them.
+    #[inline]
+    fn try_values_at_zero(&self, idx: u32) -> Result<Values, String> {
+        self.values_from(idx, Dtm50Part::AtZero)
+    }
+
+    #[inline]
+    fn values_from(&self, idx: u32, part: Dtm50Part) -> Result<Values, String> {
+        self.with_block(idx, part, |b, j| {
+            let dtm50 = b.dtm50_at_clock(j, 0).unwrap_or(value::UNKNOWN);
+            Values { dtz: b.dtz[j as usize], dtm: b.dtm[j as usize], dtm50 }
+        })
     }
 
     /// DTM50 of `idx` at half-move clock `clock` (0..=99); `None` in a table
     /// without DTM50.
     pub fn try_at_clock(&self, idx: u32, clock: u32) -> Result<Option<u16>, String> {
-        let (b, j) = self.block(idx)?;
-        Ok(b.dtm50_at_clock(j, clock))
+        self.with_block(idx, Dtm50Part::All, |b, j| b.dtm50_at_clock(j, clock))
     }
 
     /// Appends every DTM50 segment of `idx` to `out`, in clock order.
     pub fn try_segments_into(&self, idx: u32, out: &mut Vec<dtm50::Segment>) -> Result<(), String> {
-        let (b, j) = self.block(idx)?;
-        b.dtm50_segments_into(j, out);
-        Ok(())
+        self.with_block(idx, Dtm50Part::All, |b, j| b.dtm50_segments_into(j, out))
     }
 
     /// [`Table::try_values`] for tools and tests, which stop at a damaged block.
@@ -1030,7 +1045,7 @@ impl Inner {
         };
         let Some(id) = placement.id else { return Ok(Values::DRAW) };
         match self.tables[id].get() {
-            Some(t) => t.try_values(t.layout.index(&placed(b, placement.flip, &placement.slots))),
+            Some(t) => t.try_values_at_zero(t.layout.index(&placed(b, placement.flip, &placement.slots))),
             None => Err(self.unsettled(b)),
         }
     }
