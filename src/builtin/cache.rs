@@ -108,12 +108,24 @@ impl Counter {
     #[inline]
     fn add(&self) {
         thread_local! {
-            static SHARD: usize = {
-                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-                NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS
-            };
+            // Without lazy initialisation: no check of a TLS state on each use.
+            static SHARD: std::cell::Cell<usize> = const { std::cell::Cell::new(usize::MAX) };
         }
-        self.0[SHARD.with(|s| *s)].0.fetch_add(1, Ordering::Relaxed);
+        let shard = SHARD.with(|s| {
+            if s.get() == usize::MAX {
+                static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+                s.set(NEXT.fetch_add(1, Ordering::Relaxed) % SHARDS);
+            }
+            s.get()
+        });
+        self.0[shard].0.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Adds one where no thread-local lookup is needed, on the first
+    /// shard: for hits found under a set's lock, which are shared anyway.
+    #[inline]
+    fn add_shared(&self) {
+        self.0[0].0.fetch_add(1, Ordering::Relaxed);
     }
 
     fn get(&self) -> u64 {
@@ -175,7 +187,7 @@ impl BlockCache {
             self.hits.add();
             return Ok(v);
         }
-        let b = self.get_or_decode(key, decode)?;
+        let b = self.shared_or_decode(key, decode)?;
         Ok(f.take().expect("called once")(&b))
     }
 
@@ -193,6 +205,16 @@ impl BlockCache {
             self.hits.add();
             return Ok(b);
         }
+        self.shared_or_decode(key, decode)
+    }
+
+    /// [`BlockCache::get_or_decode`] past the thread's recent blocks: the
+    /// shared sets, then `decode`.
+    fn shared_or_decode(
+        &self,
+        key: BlockKey,
+        decode: impl FnOnce() -> Result<DecodedBlock, String>,
+    ) -> Result<Arc<DecodedBlock>, String> {
         let slot = self.slot(key);
         let cached = slot.and_then(|s| {
             let mut set = lock(s);
@@ -205,7 +227,7 @@ impl BlockCache {
         });
         let block = match cached {
             Some(b) => {
-                self.hits.add();
+                self.hits.add_shared();
                 b
             }
             None => {
