@@ -179,16 +179,20 @@ impl BlockCache {
         f: impl FnOnce(&DecodedBlock) -> R,
     ) -> Result<R, String> {
         let mut f = Some(f);
-        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
-            let (_, _, b) = r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key)?;
-            Some(f.take().expect("called once")(b))
-        });
-        if let Some(v) = recent {
-            self.hits.add();
+        if let Some(v) = self.recent(key, |b| f.take().expect("called once")(b)) {
             return Ok(v);
         }
         let b = self.shared_or_decode(key, decode)?;
         Ok(f.take().expect("called once")(&b))
+    }
+
+    /// `f` of the block of `key` if it is among the thread's recent ones
+    /// (a hit).
+    #[inline]
+    fn recent<R>(&self, key: BlockKey, f: impl FnOnce(&Arc<DecodedBlock>) -> R) -> Option<R> {
+        let r = RECENT_BLOCKS.with_borrow(|(r, _)| r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| f(b)))?;
+        self.hits.add();
+        Some(r)
     }
 
     /// The decoded block of `key`, decoded by `decode` on a miss.
@@ -198,14 +202,10 @@ impl BlockCache {
         key: BlockKey,
         decode: impl FnOnce() -> Result<DecodedBlock, String>,
     ) -> Result<Arc<DecodedBlock>, String> {
-        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
-            r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| Arc::clone(b))
-        });
-        if let Some(b) = recent {
-            self.hits.add();
-            return Ok(b);
+        match self.recent(key, Arc::clone) {
+            Some(b) => Ok(b),
+            None => self.shared_or_decode(key, decode),
         }
-        self.shared_or_decode(key, decode)
     }
 
     /// [`BlockCache::get_or_decode`] past the thread's recent blocks: the

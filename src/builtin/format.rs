@@ -238,14 +238,8 @@ fn keep_part(d: Dtm50Data, part: Dtm50Part) -> Dtm50Data {
     match part {
         Dtm50Part::All => d,
         Dtm50Part::AtZero => {
-            let inline = d
-                .inline
-                .iter()
-                .map(|&w| {
-                    let first = Segment::unpack(w & !MORE);
-                    if value::is_win(first.value) || value::is_loss(first.value) { Segment { max_clock: 0, ..first }.pack() } else { w & !MORE }
-                })
-                .collect();
+            // `unpack` leaves out the MORE bit.
+            let inline = d.inline.iter().map(|&w| Segment { max_clock: 0, ..Segment::unpack(w) }.pack()).collect();
             Dtm50Data { inline, overflow_start: vec![0], ..Dtm50Data::default() }
         }
     }
@@ -784,9 +778,10 @@ impl Columns {
         1 + 3 * won_lost + with_points
     }
 
-    /// [`Dtm50Part::AtZero`] of a version 6 or 7 column: each won or lost
-    /// position's value at clock 0 from the column's first planes, as a
-    /// segment up to clock 0; the change points after them are not read.
+    /// [`Dtm50Part::AtZero`] of a version 6 or 7 column: the column's first
+    /// planes only, each won or lost position's value at clock 0 as a
+    /// segment up to clock 0 (or its whole function where it has one
+    /// segment); the change points after the planes are not read.
     fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
@@ -795,24 +790,11 @@ impl Columns {
         if kind != Dtm50Column::Decisive as u8 && Dtm50Column::held_bits(kind).is_none() {
             return Err(format!("unknown DTM50 column kind {kind}"));
         }
-        if rest.len() < 3 * won_lost {
-            return Err("DTM50 column too short".into());
-        }
-        let (first_low, first_high) = (&rest[..won_lost], &rest[won_lost..2 * won_lost]);
-        let mut k = 0;
-        let inline = z
-            .iter()
-            .zip(dtm)
-            .map(|(&vz, &vm)| {
-                if !decisive(vz) {
-                    return DRAW as u32;
-                }
-                let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
-                k += 1;
-                Segment { value, max_clock: 0 }.pack()
-            })
-            .collect();
-        Ok(Dtm50Data { inline, overflow_start: vec![0], ..Dtm50Data::default() })
+        let planes = rest.get(..3 * won_lost).ok_or("DTM50 column too short")?;
+        Self::rebuild_decisive(planes, z, dtm, |d, _, value, _| {
+            d.inline.push(Segment { value, max_clock: 0 }.pack());
+            Ok(())
+        })
     }
 
     fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
