@@ -333,3 +333,41 @@ fn concurrent_first_use_under_a_small_open_file_bound() {
     );
     assert!(open.open_now <= 3 && open.opened > 3);
 }
+
+/// A thread keeps the files it read last at hand (not through the shared
+/// map), but never one the map has closed since: with one file allowed
+/// open, reading KQK, then KRK (which closes KQK), then KQK again opens
+/// KQK again.
+#[test]
+fn a_closed_file_is_opened_again_not_read_from_a_threads_memo() {
+    let Some(chesstb) = common::chesstb_dir() else { return };
+    let tb = Chesstb::open(std::slice::from_ref(&chesstb), 64 << 20).with_max_open_files(1);
+    // Of each material, a position whose side to move the WDL file stores:
+    // its WDL is one read of that file, no search through other tables.
+    let stored = |fens: [&str; 2]| -> Chess {
+        fens.iter()
+            .map(|f| f.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap())
+            .find(|p: &Chess| tb.stores_side_to_move_in(p, Kind::Wdl).unwrap() == Some(true))
+            .expect("one side stored")
+    };
+    let kqk = stored(["8/8/8/4k3/8/8/8/KQ6 w - - 0 1", "8/8/8/4k3/8/8/8/KQ6 b - - 0 1"]);
+    let krk = stored(["8/8/8/4k3/8/8/8/KR6 w - - 0 1", "8/8/8/4k3/8/8/8/KR6 b - - 0 1"]);
+    let wdl = |p: &Chess| tb.probe_wdl(p).unwrap().unwrap();
+    let counts = || {
+        let o = tb.open_files();
+        (o.opened, o.closed)
+    };
+    // The map closes files when its pending work runs, which reading the
+    // counts makes it do: here, KQK (choosing the positions opened both).
+    counts();
+    let first = wdl(&kqk);
+    let (opened, closed) = counts();
+    assert_eq!(wdl(&kqk), first);
+    assert_eq!(counts(), (opened, closed), "KQK read again without opening");
+    wdl(&krk);
+    assert_eq!(counts(), (opened + 1, closed + 1), "KRK opened, KQK closed");
+    assert_eq!(wdl(&kqk), first);
+    report!("KQK, KQK, KRK, KQK with one file open: opened {} times, closed {}", counts().0, counts().1);
+    assert_eq!(counts(), (opened + 2, closed + 2), "KQK opened again, not read from the memo");
+    assert_eq!(tb.open_files().open_now, 1);
+}

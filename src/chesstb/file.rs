@@ -195,6 +195,9 @@ pub struct TableFile {
     pub index: IndexConfig,
     /// By side to move in the table's colours (0 = the side named first).
     pub frames: [Frame; 2],
+    /// Set when the open-file map lets the file go: a thread's memo of
+    /// recent files then stops using it (see `Chesstb::file`).
+    pub(super) closed: std::sync::atomic::AtomicBool,
 }
 
 /// chesstb's 30-bit material key: base-9 digits, white's below black's, the
@@ -218,7 +221,7 @@ impl TableFile {
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let index = IndexConfig::new(&material).ok_or("too many pawn slices for an opposing-pair table")?;
         let frames = parse(&map, kind, &material, &index)?;
-        Ok(TableFile { id, kind, name, map, index, frames })
+        Ok(TableFile { id, kind, name, map, index, frames, closed: Default::default() })
     }
 
     pub fn bytes(&self) -> &[u8] {

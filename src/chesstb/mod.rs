@@ -147,17 +147,21 @@ pub struct OpenFiles {
     pub max_open: u64,
 }
 
-fn open_file_cache(max: u64, stats: &Arc<OpenStats>) -> moka::sync::Cache<u32, Arc<file::TableFile>> {
+/// Open files by slot id (small numbers, not chosen by users: a fast hash).
+type OpenFileMap = moka::sync::Cache<u32, Arc<file::TableFile>, rustc_hash::FxBuildHasher>;
+
+fn open_file_cache(max: u64, stats: &Arc<OpenStats>) -> OpenFileMap {
     let stats = Arc::clone(stats);
     moka::sync::Cache::builder()
         .max_capacity(max)
         // Least recently used out: a newly opened file is always kept (the
         // default policy may refuse it and reopen it on every probe).
         .eviction_policy(moka::policy::EvictionPolicy::lru())
-        .eviction_listener(move |_, _, _| {
+        .eviction_listener(move |_, file: Arc<file::TableFile>, _| {
+            file.closed.store(true, Ordering::Relaxed);
             stats.closed.fetch_add(1, Ordering::Relaxed);
         })
-        .build()
+        .build_with_hasher(rustc_hash::FxBuildHasher)
 }
 
 /// A listed file, for `/api/v1/tables` and `verify`.
@@ -181,7 +185,7 @@ pub struct Chesstb {
     /// Open files by slot id. A closed file's mapping goes when the last
     /// probe using it ends. moka: concurrent reads, one opening per file at
     /// a time (the others wait for that file only).
-    open_files: moka::sync::Cache<u32, Arc<file::TableFile>>,
+    open_files: OpenFileMap,
     max_open_files: u64,
     open_stats: Arc<OpenStats>,
     cache: cache::BlockCache,
@@ -190,6 +194,18 @@ pub struct Chesstb {
     /// Whether any opposing-pair table was found: spares every probe the
     /// search for a pair when none can answer.
     has_pair_tables: bool,
+    /// Tells this reader's files in the per-thread memo from another's.
+    memo_id: u64,
+}
+
+/// The files a thread used last. A probe reads a few files many times
+/// (WDL, then the pack, for the position and each child of a search), and
+/// the shared map costs a hash and its bookkeeping on every read.
+const RECENT_FILES: usize = 4;
+type RecentFiles = [Option<(u64, u32, Arc<file::TableFile>)>; RECENT_FILES];
+
+thread_local! {
+    static RECENT: std::cell::RefCell<(RecentFiles, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT_FILES], 0)) };
 }
 
 impl Chesstb {
@@ -237,6 +253,10 @@ impl Chesstb {
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
             max_pieces,
             has_pair_tables,
+            memo_id: {
+                static NEXT: AtomicU64 = AtomicU64::new(1);
+                NEXT.fetch_add(1, Ordering::Relaxed)
+            },
         }
     }
 
@@ -335,14 +355,40 @@ impl Chesstb {
         if let Some(reason) = slot.broken.get() {
             return Err(error(reason.clone()));
         }
+        if let Some(f) = self.recent_file(slot.id) {
+            return Ok(Some(f));
+        }
         let opened = self.open_files.try_get_with(slot.id, || {
             let f = file::TableFile::open(slot.id, &slot.path, kind, *material)?;
             self.open_stats.opened.fetch_add(1, Ordering::Relaxed);
             Ok::<_, String>(Arc::new(f))
         });
-        opened.map(Some).map_err(|reason| {
+        let f = opened.map_err(|reason| {
             let _ = slot.broken.set(reason.to_string());
             error(reason.to_string())
+        })?;
+        RECENT.with_borrow_mut(|(r, next)| {
+            r[*next] = Some((self.memo_id, slot.id, Arc::clone(&f)));
+            *next = (*next + 1) % RECENT_FILES;
+        });
+        Ok(Some(f))
+    }
+
+    /// File `id` from the thread's memo until the open-file map closes
+    /// it: a closed file is dropped from the memo rather than used, so
+    /// that its mapping goes with the last probe using it. A read through
+    /// the memo does not refresh the file in the map's order: a file read
+    /// only that way can be closed and opened again, which costs an
+    /// opening, never a wrong answer.
+    fn recent_file(&self, id: u32) -> Option<Arc<file::TableFile>> {
+        RECENT.with_borrow_mut(|(r, _)| {
+            let entry = r.iter_mut().find(|e| e.as_ref().is_some_and(|(m, i, _)| *m == self.memo_id && *i == id))?;
+            let (_, _, f) = entry.as_ref().expect("found");
+            if f.closed.load(Ordering::Relaxed) {
+                *entry = None;
+                return None;
+            }
+            Some(Arc::clone(f))
         })
     }
 
