@@ -215,8 +215,9 @@ pub struct CacheStats {
 pub struct BlockCache {
     cache: moka::sync::Cache<BlockKey, Arc<Block>>,
     pub stats: Arc<CacheStats>,
-    /// Tells this cache's entries in the per-thread memo from another's.
-    id: u64,
+    /// Tells this cache's entries in the per-thread memo from another's;
+    /// a reader has one cache for life, so it tells readers apart too.
+    pub(super) id: u64,
 }
 
 /// The blocks a thread used last: a probe and the one-ply searches behind

@@ -194,13 +194,12 @@ pub struct Chesstb {
     /// Whether any opposing-pair table was found: spares every probe the
     /// search for a pair when none can answer.
     has_pair_tables: bool,
-    /// Tells this reader's files in the per-thread memo from another's.
-    memo_id: u64,
 }
 
 /// The files a thread used last. A probe reads a few files many times
 /// (WDL, then the pack, for the position and each child of a search), and
-/// the shared map costs a hash and its bookkeeping on every read.
+/// the shared map costs a hash and its bookkeeping on every read. Entries
+/// name their reader by its block cache's id.
 const RECENT_FILES: usize = 4;
 type RecentFiles = [Option<(u64, u32, Arc<file::TableFile>)>; RECENT_FILES];
 
@@ -253,10 +252,6 @@ impl Chesstb {
             rebuilt: rebuilt::RebuiltCache::new(rebuilt_bytes),
             max_pieces,
             has_pair_tables,
-            memo_id: {
-                static NEXT: AtomicU64 = AtomicU64::new(1);
-                NEXT.fetch_add(1, Ordering::Relaxed)
-            },
         }
     }
 
@@ -368,7 +363,7 @@ impl Chesstb {
             error(reason.to_string())
         })?;
         RECENT.with_borrow_mut(|(r, next)| {
-            r[*next] = Some((self.memo_id, slot.id, Arc::clone(&f)));
+            r[*next] = Some((self.cache.id, slot.id, Arc::clone(&f)));
             *next = (*next + 1) % RECENT_FILES;
         });
         Ok(Some(f))
@@ -382,7 +377,7 @@ impl Chesstb {
     /// opening, never a wrong answer.
     fn recent_file(&self, id: u32) -> Option<Arc<file::TableFile>> {
         RECENT.with_borrow_mut(|(r, _)| {
-            let entry = r.iter_mut().find(|e| e.as_ref().is_some_and(|(m, i, _)| *m == self.memo_id && *i == id))?;
+            let entry = r.iter_mut().find(|e| e.as_ref().is_some_and(|(m, i, _)| *m == self.cache.id && *i == id))?;
             let (_, _, f) = entry.as_ref().expect("found");
             if f.closed.load(Ordering::Relaxed) {
                 *entry = None;
