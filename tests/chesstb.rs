@@ -149,7 +149,12 @@ fn broken_files_fail_cleanly() {
         copy(&format!("wdl/{m}.lzw"));
     }
     copy("dtm50/KQK.lzdtm50");
-    copy("dtm50/KRK.lzdtm50");
+    // A rank table mapping to a value no distance reaches (the first rank's
+    // high byte: magic, key, flag, permutation, entry size, block unit,
+    // count, tail and data size come first, then the rank count).
+    let mut bytes = copy("dtm50/KRK.lzdtm50");
+    bytes[4 + 4 + 1 + 4 + 1 + 4 + 8 + 4 + 8 + 2 + 1] ^= 0xff;
+    std::fs::write(work.join("dtm50/KRK.lzdtm50"), &bytes).unwrap();
     // Truncated.
     let bytes = copy("dtm50/KQKR.lzdtm50");
     std::fs::write(work.join("dtm50/KQKR.lzdtm50"), &bytes[..bytes.len() / 2]).unwrap();
@@ -170,9 +175,12 @@ fn broken_files_fail_cleanly() {
         reports.iter().filter(|r| !r.problems.is_empty()).map(|r| (r.name.as_str(), r.problems[0].as_str())).collect();
     println!("verify: {bad:?}");
     let bad_names: Vec<&str> = bad.iter().map(|b| b.0).collect();
-    assert_eq!(bad_names, ["dtm50/KBNK.lzdtm50", "dtm50/KQKN.lzdtm50", "dtm50/KQKR.lzdtm50", "dtm50/KRKN.lzdtm50"]);
+    assert_eq!(
+        bad_names,
+        ["dtm50/KBNK.lzdtm50", "dtm50/KQKN.lzdtm50", "dtm50/KQKR.lzdtm50", "dtm50/KRK.lzdtm50", "dtm50/KRKN.lzdtm50"]
+    );
     assert!(bad[0].1.contains("magic") && bad[1].1.contains("WDL companion") && bad[2].1.contains("truncated"));
-    assert!(bad[3].1.contains("checksum"));
+    assert!(bad[3].1.contains("rank table") && bad[4].1.contains("checksum"));
     assert_eq!(reports.len(), 5 + 6);
 
     let tb = Chesstb::open(&[work], 1 << 20);
@@ -187,6 +195,11 @@ fn broken_files_fail_cleanly() {
     assert!(tb.probe_wdl(&krq).unwrap().is_some());
     let err = tb.probe(&pos("8/8/8/4k3/8/8/8/KBN5 w - - 0 1"), Some(0)).unwrap_err();
     assert_eq!(err.table, "KBNK.lzdtm50");
+    // A damaged rank table fails the file's probes, never a value out of it.
+    let krk = pos("8/8/8/4k3/8/8/8/KR6 w - - 0 1");
+    let err = tb.probe(&krk, Some(0)).unwrap_err();
+    assert_eq!(err.table, "KRK.lzdtm50");
+    assert_eq!(tb.probe_wdl(&krk).unwrap(), Some(Class::Win));
     // No WDL companion: chesstb does not cover the material.
     assert!(tb.probe(&pos("8/8/8/4k3/8/8/8/KQ5n w - - 0 1"), Some(0)).unwrap().is_none());
 }

@@ -77,6 +77,11 @@ const FLAG_SINGULAR: u8 = 0x80;
 const FLAG_DROPPED: u8 = 0x40;
 const FLAG_LOSS_ONLY: u8 = 0x20;
 const FLAG_RELAXED: u8 = 0x10;
+/// The largest value a rank table may map to. Values are distances (moves
+/// or plies) or clocks; the longest known 7-piece mate is 549 moves, so
+/// anything above this is damage, and refusing it keeps the doubling into
+/// plies (`2 * moves + 1` in `u16`) from overflowing.
+const MAX_RANK_VALUE: u16 = 4095;
 
 
 /// Reads little-endian fields with bounds checks.
@@ -288,7 +293,8 @@ impl TableFile {
         let block = idx / s.block_unit;
         let Some(data) = self.block(cache, side, s, block)? else { return Ok(None) };
         let Block::Layered(lb) = &*data else { return Err("unexpected block type".into()) };
-        lb.record((idx % s.block_unit) as usize, s.entry_bytes, self.kind.bitmap_bytes(), &s.ranks).map(Some)
+        let record = lb.record((idx % s.block_unit) as usize, s.entry_bytes, self.kind.bitmap_bytes(), &s.ranks)?;
+        within_layers(record, self.kind).map(Some)
     }
 
     fn block(&self, cache: &BlockCache, side: usize, s: &Stored, block: u64) -> FileResult<Option<Arc<Block>>> {
@@ -381,6 +387,16 @@ fn get(frames: &mut [Frame], i: usize) -> &mut Stored {
     }
 }
 
+/// `record` if its changepoints index layers of a `kind` pack (they come in
+/// order, so the last is the largest); one beyond them is damage, and the
+/// distances derived from changepoints assume they are in range.
+fn within_layers(record: Record, kind: Kind) -> FileResult<Record> {
+    match record.starts.last() {
+        Some(&last) if usize::from(last) >= kind.layers() => Err(format!("changepoint {last} beyond the pack's {} layers", kind.layers())),
+        _ => Ok(record),
+    }
+}
+
 /// What is wrong with a file of `bytes` bytes by its size alone: every
 /// chesstb file is 64-byte blocks and an 8-byte XXH64.
 pub(super) fn size_problem(bytes: u64) -> Option<String> {
@@ -450,6 +466,9 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
                 data_size = r.u64()?;
                 let n = r.u16()? as usize;
                 s.ranks = (0..n).map(|_| r.u16()).collect::<FileResult<_>>()?;
+                if let Some(v) = s.ranks.iter().find(|&&v| v > MAX_RANK_VALUE) {
+                    return Err(format!("rank table value {v} is beyond any distance a chess table holds"));
+                }
             }
             if s.block_unit == 0 || s.block_count == 0 || s.block_count > 1 << 40 || !s.block_unit.is_multiple_of(s.entry_bytes as u64) {
                 return Err("bad block geometry".into());
@@ -537,6 +556,30 @@ mod tests {
         assert_eq!(read_bits(&bytes, 6, 10), 0b11_1111_1110);
         assert_eq!(read_bits(&bytes, 16, 8), 1);
         assert_eq!(read_bits(&bytes, 20, 8), 0);
+    }
+
+    /// One position whose record is a SINGLE turning DRAW at `changepoint`.
+    fn single_record(changepoint: u8) -> Record {
+        let mut payload = Vec::new();
+        // Positions, SINGLE, DOUBLE and MULTI records, SINGLE and DOUBLE bytes.
+        for v in [1u32, 1, 0, 0, 2, 0] {
+            payload.extend(v.to_le_bytes());
+        }
+        payload.push(0b01); // state: SINGLE
+        payload.extend([0x80 | changepoint, 0]); // DRAW from `changepoint` on; rank 0
+        payload.resize(32, 0); // the (empty) MULTI directory, 4-byte aligned
+        let block = LayeredBlock::new(payload, 1, 1, Kind::Dtm50.bitmap_bytes()).unwrap();
+        block.record(0, 1, Kind::Dtm50.bitmap_bytes(), &[7]).unwrap()
+    }
+
+    #[test]
+    fn changepoints_beyond_the_layers_are_damage() {
+        let last = |k: Kind| u8::try_from(k.layers() - 1).unwrap();
+        let r = within_layers(single_record(last(Kind::Dtm50)), Kind::Dtm50).unwrap();
+        assert_eq!((r.draw_flip(), r.at(0), r.at(100)), (100, Some(7), None));
+        assert!(within_layers(single_record(last(Kind::Dtm50) + 1), Kind::Dtm50).unwrap_err().contains("beyond"));
+        assert!(within_layers(single_record(last(Kind::Dtc)), Kind::Dtc).is_ok());
+        assert!(within_layers(single_record(last(Kind::Dtc) + 1), Kind::Dtc).is_err());
     }
 
     #[test]
