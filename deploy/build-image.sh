@@ -8,6 +8,10 @@
 # runtime stage, and the same plus this machine's Rust toolchain for the build
 # stage. Needs root, buildah and debootstrap (Debian packages).
 #
+# Steps: with no argument both; `build` makes the image only (CI runs it in
+# the background beside the exhaustive tests), `check` runs and probes an
+# image built before.
+#
 # Environment:
 #   TBSERVER_DEPLOY_CACHE  debootstrap output, kept between runs [/var/cache/tbserver-deploy]
 #   TBSERVER_TABLES        directory with syzygy/ and gaviota/ [../shared/tables]
@@ -16,6 +20,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 started=$SECONDS
+step=${1:-all}
+case $step in
+  all | build | check) ;;
+  *) echo "usage: $0 [build|check]" >&2; exit 2 ;;
+esac
 
 CACHE=${TBSERVER_DEPLOY_CACHE:-/var/cache/tbserver-deploy}
 TABLES=$(realpath "${TBSERVER_TABLES:-../shared/tables}")
@@ -56,56 +65,63 @@ mirror() {
 
 have_image() { bah inspect --type image "$1" >/dev/null 2>&1; }
 
-# A minimal Debian root file system, cached as a tarball.
-rootfs_tar=$CACHE/debian-$SUITE-minbase.tar
-if [ ! -s "$rootfs_tar" ]; then
-  log "debootstrap $SUITE"
-  mkdir -p "$CACHE"
-  tmp=$(mktemp -d "$CACHE/rootfs.XXXXXX")
-  timeout 900 debootstrap --variant=minbase "$SUITE" "$tmp" "$(mirror)"
-  rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*
-  tar -C "$tmp" --numeric-owner -cf "$rootfs_tar.part" .
-  mv "$rootfs_tar.part" "$rootfs_tar"
-  rm -rf "$tmp"
-fi
-
-if [ "${TBSERVER_REBUILD_BASES:-0}" = 1 ] || ! have_image "$runtime_image"; then
-  log "stand-in $runtime_image"
-  ctr=$(bah from scratch)
-  bah add "$ctr" "$rootfs_tar" /
-  bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd bash "$ctr"
-  bah commit --rm "$ctr" "$runtime_image"
-fi
-
-if [ "${TBSERVER_REBUILD_BASES:-0}" = 1 ] || ! have_image "$rust_image"; then
-  log "stand-in $rust_image (this machine's toolchain: $(rustc --version))"
-  sysroot=$(rustc --print sysroot)
-  ctr=$(bah from "$runtime_image")
-  # What the official rust image has beyond Debian: a C toolchain, make and CA certificates.
-  timeout 900 buildah --storage-driver vfs run --isolation chroot "$ctr" -- sh -c \
-    'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev make ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*'
-  # The toolchain without its documentation, where the official image keeps it.
-  for part in bin lib libexec; do
-    [ -d "$sysroot/$part" ] && bah copy "$ctr" "$sysroot/$part" "/usr/local/rust/$part"
-  done
-  # Trust what this machine trusts (a registry reached through a TLS-inspecting
-  # proxy presents a local CA), so that cargo can fetch crates in the build.
-  if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
-    bah copy "$ctr" /usr/local/share/ca-certificates/ /usr/local/share/ca-certificates/
-    bah run --isolation chroot "$ctr" -- update-ca-certificates >/dev/null
+if [ "$step" != check ]; then
+  # A minimal Debian root file system, cached as a tarball.
+  rootfs_tar=$CACHE/debian-$SUITE-minbase.tar
+  if [ ! -s "$rootfs_tar" ]; then
+    log "debootstrap $SUITE"
+    mkdir -p "$CACHE"
+    tmp=$(mktemp -d "$CACHE/rootfs.XXXXXX")
+    timeout 900 debootstrap --variant=minbase "$SUITE" "$tmp" "$(mirror)"
+    rm -rf "$tmp"/var/cache/apt/archives/*.deb "$tmp"/var/lib/apt/lists/*
+    tar -C "$tmp" --numeric-owner -cf "$rootfs_tar.part" .
+    mv "$rootfs_tar.part" "$rootfs_tar"
+    rm -rf "$tmp"
   fi
-  bah run --isolation chroot "$ctr" -- sh -c \
-    'mkdir -p /usr/local/cargo/bin && for b in /usr/local/rust/bin/*; do ln -sf "$b" /usr/local/cargo/bin/; done'
-  bah config --env CARGO_HOME=/usr/local/cargo \
-    --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
-  bah commit --rm "$ctr" "$rust_image"
-fi
 
-# Cargo fetches crates inside the build (chroot isolation shares the host's
-# network); without a registry, vendor beforehand or mount a registry cache.
-log "buildah bud -> $IMAGE"
-timeout 1800 nice -n 10 buildah --storage-driver vfs bud --isolation chroot --format docker \
-  --pull=never --layers=false -t "$IMAGE" .
+  if [ "${TBSERVER_REBUILD_BASES:-0}" = 1 ] || ! have_image "$runtime_image"; then
+    log "stand-in $runtime_image"
+    ctr=$(bah from scratch)
+    bah add "$ctr" "$rootfs_tar" /
+    bah config --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin --cmd bash "$ctr"
+    bah commit --rm "$ctr" "$runtime_image"
+  fi
+
+  if [ "${TBSERVER_REBUILD_BASES:-0}" = 1 ] || ! have_image "$rust_image"; then
+    log "stand-in $rust_image (this machine's toolchain: $(rustc --version))"
+    sysroot=$(rustc --print sysroot)
+    ctr=$(bah from "$runtime_image")
+    # What the official rust image has beyond Debian: a C toolchain, make and CA certificates.
+    timeout 900 buildah --storage-driver vfs run --isolation chroot "$ctr" -- sh -c \
+      'apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends gcc libc6-dev make ca-certificates >/dev/null && rm -rf /var/lib/apt/lists/*'
+    # The toolchain without its documentation, where the official image keeps it.
+    for part in bin lib libexec; do
+      [ -d "$sysroot/$part" ] && bah copy "$ctr" "$sysroot/$part" "/usr/local/rust/$part"
+    done
+    # Trust what this machine trusts (a registry reached through a TLS-inspecting
+    # proxy presents a local CA), so that cargo can fetch crates in the build.
+    if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
+      bah copy "$ctr" /usr/local/share/ca-certificates/ /usr/local/share/ca-certificates/
+      bah run --isolation chroot "$ctr" -- update-ca-certificates >/dev/null
+    fi
+    bah run --isolation chroot "$ctr" -- sh -c \
+      'mkdir -p /usr/local/cargo/bin && for b in /usr/local/rust/bin/*; do ln -sf "$b" /usr/local/cargo/bin/; done'
+    bah config --env CARGO_HOME=/usr/local/cargo \
+      --env PATH=/usr/local/cargo/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin "$ctr"
+    bah commit --rm "$ctr" "$rust_image"
+  fi
+
+  # Cargo fetches crates inside the build (chroot isolation shares the host's
+  # network); without a registry, vendor beforehand or mount a registry cache.
+  log "buildah bud -> $IMAGE"
+  timeout 1800 nice -n 10 buildah --storage-driver vfs bud --isolation chroot --format docker \
+    --pull=never --layers=false -t "$IMAGE" .
+fi
+if [ "$step" = build ]; then
+  log "built $IMAGE; took $((SECONDS - started)) s"
+  exit 0
+fi
+have_image "$IMAGE" || { echo "no image $IMAGE: run $0 build first" >&2; exit 1; }
 
 # Start tbserver from the image's root file system as the image's user, with
 # the tables bind-mounted read-only, the way a container engine would.

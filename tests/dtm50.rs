@@ -164,7 +164,13 @@ fn search_agrees_with_dtm50_tables() {
     let with_dtm = WithoutDtm50(tables.as_ref());
     let without_dtm = WithoutDtm(tables.as_ref());
     let count = env_or("TBSERVER_DTM50_SEARCH_POSITIONS", if common::exhaustive() { 1000 } else { 200 }) as usize;
-    let all = positions(count, common::fixed_seed("search vs DTM50 tables", 0xd750_5eed));
+    // CI's share of the exhaustive tier takes every n-th of the positions.
+    let share = common::share();
+    let all: Vec<Chess> = positions(count, common::fixed_seed("search vs DTM50 tables", 0xd750_5eed))
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, p)| share.takes(i as u64).then_some(p))
+        .collect();
     search_against_dtm50(&tables, &all, &with_dtm, "WDL, DTZ and DTM visible");
     search_against_dtm50(&tables, &all, &without_dtm, "WDL and DTZ only");
 }
@@ -232,8 +238,9 @@ fn search_against_dtm50(tables: &Tablebases, all: &[Chess], hidden: &(dyn Oracle
     let t = tally.into_inner().unwrap();
     let n = all.len();
     report!(
-        "search vs DTM50 tables ({label}): {n} positions ({} decided) at {} ms each, {:.0} s in all: exact {} ({:.1}% of decided), \
+        "search vs DTM50 tables ({label}, share {}): {n} positions ({} decided) at {} ms each, {:.0} s in all: exact {} ({:.1}% of decided), \
          at most {}, at least {}, draws {}, wins without a mate score {}, failures {}",
+        common::share(),
         t.decided,
         movetime.as_millis(),
         start.elapsed().as_secs_f64(),
