@@ -165,12 +165,7 @@ fn search_agrees_with_dtm50_tables() {
     let without_dtm = WithoutDtm(tables.as_ref());
     let count = env_or("TBSERVER_DTM50_SEARCH_POSITIONS", if common::exhaustive() { 1000 } else { 200 }) as usize;
     // CI's share of the exhaustive tier takes every n-th of the positions.
-    let share = common::share();
-    let all: Vec<Chess> = positions(count, common::fixed_seed("search vs DTM50 tables", 0xd750_5eed))
-        .into_iter()
-        .enumerate()
-        .filter_map(|(i, p)| share.takes(i as u64).then_some(p))
-        .collect();
+    let all = common::share().pick(positions(count, common::fixed_seed("search vs DTM50 tables", 0xd750_5eed)));
     search_against_dtm50(&tables, &all, &with_dtm, "WDL, DTZ and DTM visible");
     search_against_dtm50(&tables, &all, &without_dtm, "WDL and DTZ only");
 }
