@@ -31,9 +31,9 @@
 #
 # TBSERVER_EXHAUSTIVE_SHARE=k/n checks the indexes = k mod n of every table
 # (the k-th of the three whole 5-piece format checks, the search's
-# positions = k mod n): CI takes k = commit count mod 3, so any three
-# consecutive runs cover everything. The short mates and the sharded
-# generation run whole every time.
+# positions = k mod n, the sharded generation of all 35 tables when k = 0,
+# else of 10): CI takes k = commit count mod 3, so any three consecutive
+# runs cover everything. The short mates run whole every time.
 #
 #   scripts/verify-all.sh            # everything: about an hour on 2 cores
 #   TBSERVER_EXHAUSTIVE_SHARE=1/3 scripts/verify-all.sh   # CI's share
