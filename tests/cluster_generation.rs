@@ -225,6 +225,15 @@ fn kubernetes_wave_jobs_match_the_waves() {
         assert_eq!(field("completions:"), wave.len().to_string(), "wave {w}");
         assert!(job.contains(&format!("\"--wave\", \"{w}\"")), "wave {w}");
         assert!(job.contains(&format!("\"--shard\", \"$(SHARD_INDEX)/{}\"", wave.len())), "wave {w}");
+        // Each pod checks its table's estimated peak against its cgroup's
+        // limit before it starts: every table of the wave must fit.
+        let limits = job.split_once("limits:").unwrap_or_else(|| panic!("wave {w}: no limits")).1;
+        let gib: u64 = limits.lines().find_map(|l| l.trim().strip_prefix("memory:")).and_then(|v| v.trim().strip_suffix("Gi")?.parse().ok()).unwrap();
+        for table in wave {
+            let m = tbserver::builtin::Material::parse(table).unwrap();
+            let needed = tbserver::builtin::budget::estimate(&m, true).peak_memory_bytes;
+            assert!(needed <= gib << 30, "wave {w}: {table} is estimated at {} MiB, above the Job's {gib} GiB limit", needed >> 20);
+        }
     }
     assert!(!dir.join(format!("tables-5-wave-{}.yaml", waves.len())).exists());
     println!("{} waves of {:?} tables match their Jobs", waves.len(), waves.iter().map(Vec::len).collect::<Vec<_>>());
