@@ -105,7 +105,7 @@ pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
         let per_layer = if bishop_knight_mates(material) { MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES } else { MEMORY_PER_LAYER_POSITION };
         (
             memory_bytes(positions, span, kept, [MEMORY_PER_POSITION, per_layer, MEMORY_PER_KEPT_POSITION]),
-            if material.pieces() == 5 && !material.has_pawns() && material.black.is_empty() {
+            if three_pieces_against_bare_king(material) {
                 FILE_BYTES_PER_POSITION_AGAINST_BARE_KING
             } else {
                 FILE_BYTES_PER_POSITION
@@ -130,12 +130,16 @@ pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
     }
 }
 
-/// Three minor pieces, a bishop and a knight among them, against a bare
-/// king.
+/// Three pieces, none a pawn, against a bare king.
+fn three_pieces_against_bare_king(material: &Material) -> bool {
+    material.pieces() == 5 && !material.has_pawns() && material.black.is_empty()
+}
+
+/// Of those, three minor pieces with a bishop and a knight among them.
 fn bishop_knight_mates(material: &Material) -> bool {
     use shakmaty::Role::{Bishop, Knight};
     let w = &material.white;
-    material.black.is_empty() && w.len() == 3 && w.iter().all(|r| matches!(r, Bishop | Knight)) && w.contains(&Bishop) && w.contains(&Knight)
+    three_pieces_against_bare_king(material) && w.iter().all(|r| matches!(r, Bishop | Knight)) && w.contains(&Bishop) && w.contains(&Knight)
 }
 
 /// Peak memory of a generation of `positions` index positions whose
