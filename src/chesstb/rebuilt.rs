@@ -5,16 +5,19 @@
 //! WDL, DTZ, DTM and DTM50 together with warm blocks, against 0.55 µs read
 //! back from here: `cargo bench --bench chesstb`). The answer depends on the
 //! position alone, so it is kept here under a key that *is* the position
-//! (no hash: two positions never share an entry), beside the decoded
-//! blocks and bounded like them.
+//! (two positions never share an entry), beside the decoded blocks and
+//! bounded like them.
 //!
 //! Only complete answers are kept: a rebuild cut short by the depth limit
 //! or the rebuild budget answers "unknown", and a later probe with budget
 //! to spare must be free to find the real value.
 
-use std::sync::{
-    Arc,
-    atomic::{AtomicU64, Ordering},
+use std::{
+    hash::BuildHasher,
+    sync::{
+        Arc, Mutex, MutexGuard,
+        atomic::{AtomicU64, Ordering},
+    },
 };
 
 use shakmaty::{Chess, EnPassantMode, Position};
@@ -59,9 +62,23 @@ fn position_key(pos: &Chess) -> Option<u128> {
     Some(key | ep << 97)
 }
 
-/// Rough bytes one entry costs in the map (key, value, the map's own
-/// bookkeeping), for turning a byte budget into a count.
-const ENTRY_BYTES: u64 = 128;
+/// Entries per set: a new answer replaces the set's least recently used
+/// one. Four keep most answers until the cache is nearly full, and a set is
+/// scanned in one or two cache lines.
+const WAYS: usize = 4;
+
+/// One set of entries, each with when it was last used (the set's own
+/// clock).
+struct Set<V> {
+    ways: [Option<(Key, V, u64)>; WAYS],
+    clock: u64,
+}
+
+impl<V> Default for Set<V> {
+    fn default() -> Self {
+        Set { ways: [const { None }; WAYS], clock: 0 }
+    }
+}
 
 /// Hit and miss counts, for `/prometheus`.
 #[derive(Debug, Default)]
@@ -70,34 +87,74 @@ pub struct RebuiltStats {
     pub misses: AtomicU64,
 }
 
-/// Rebuilt answers of type `V` (the prober's), by position and [`What`].
+/// Rebuilt answers of type `V` (the prober's), by position and [`What`]:
+/// fixed sets of [`WAYS`] entries, each behind its own lock, chosen by a
+/// hash of the key. An earlier general-purpose concurrent map (with its
+/// keyed hash, frequency sketch and deferred bookkeeping) took a third of
+/// the time of an exhaustive comparison whose every probe rebuilt a
+/// value; a set costs one uncontended lock and four key comparisons. A
+/// key crafted to collide only evicts answers of its own set: entries
+/// compare whole keys, so no answer is ever given for another position.
 pub(super) struct RebuiltCache<V> {
-    /// `None`: keep nothing (a budget under one entry).
-    map: Option<moka::sync::Cache<Key, V>>,
+    /// Empty: keep nothing (a budget under one set).
+    sets: Box<[Mutex<Set<V>>]>,
     pub stats: Arc<RebuiltStats>,
 }
 
-impl<V: Clone + Send + Sync + 'static> RebuiltCache<V> {
-    /// A cache holding at most `max_bytes` (by [`ENTRY_BYTES`] an entry).
+fn lock<V>(set: &Mutex<Set<V>>) -> MutexGuard<'_, Set<V>> {
+    // A set holds whole entries only: a panic elsewhere leaves it usable.
+    set.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl<V: Clone> RebuiltCache<V> {
+    /// A cache of at most `max_bytes`, counting each set's whole size.
     pub fn new(max_bytes: u64) -> RebuiltCache<V> {
-        let entries = max_bytes / ENTRY_BYTES;
-        let map = (entries > 0).then(|| moka::sync::Cache::builder().max_capacity(entries).build());
-        RebuiltCache { map, stats: Arc::default() }
+        let set_bytes = std::mem::size_of::<Mutex<Set<V>>>() as u64;
+        RebuiltCache { sets: (0..max_bytes / set_bytes).map(|_| Mutex::default()).collect(), stats: Arc::default() }
+    }
+
+    fn set(&self, key: &Key) -> &Mutex<Set<V>> {
+        let h = rustc_hash::FxBuildHasher.hash_one(key);
+        // The high bits of a multiplicative hash are the well-mixed ones.
+        &self.sets[((h >> 32) as usize * self.sets.len()) >> 32]
     }
 
     pub fn get(&self, pos: &Chess, what: What) -> Option<V> {
-        let map = self.map.as_ref()?;
-        let position = position_key(pos)?;
-        let hit = map.get(&Key { position, what });
+        if self.sets.is_empty() {
+            return None;
+        }
+        let key = Key { position: position_key(pos)?, what };
+        let hit = {
+            let mut set = lock(self.set(&key));
+            set.clock += 1;
+            let now = set.clock;
+            set.ways.iter_mut().flatten().find(|(k, _, _)| *k == key).map(|(_, v, used)| {
+                *used = now;
+                v.clone()
+            })
+        };
         let counter = if hit.is_some() { &self.stats.hits } else { &self.stats.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         hit
     }
 
     pub fn insert(&self, pos: &Chess, what: What, value: V) {
-        if let (Some(map), Some(position)) = (&self.map, position_key(pos)) {
-            map.insert(Key { position, what }, value);
+        if self.sets.is_empty() {
+            return;
         }
+        let Some(position) = position_key(pos) else { return };
+        let key = Key { position, what };
+        let mut set = lock(self.set(&key));
+        set.clock += 1;
+        let now = set.clock;
+        // The entry of this key if there is one (two threads may rebuild
+        // the same answer at once), else a free way, else the least
+        // recently used.
+        let way = match set.ways.iter().position(|w| w.as_ref().is_some_and(|(k, _, _)| *k == key)) {
+            Some(i) => i,
+            None => (0..WAYS).min_by_key(|&i| set.ways[i].as_ref().map_or(0, |(_, _, used)| *used)).expect("ways"),
+        };
+        set.ways[way] = Some((key, value, now));
     }
 }
 
@@ -145,5 +202,77 @@ mod tests {
         let off = RebuiltCache::<u16>::new(0);
         off.insert(&p, What::Wdl, 4);
         assert_eq!(off.get(&p, What::Wdl), None);
+    }
+
+    /// Five positions in a cache of one set: the least recently used of the
+    /// first four gives way to the fifth, a read counting as a use.
+    #[test]
+    fn a_full_set_drops_its_least_recently_used_answer() {
+        let one_set = std::mem::size_of::<Mutex<Set<u16>>>() as u64;
+        let cache = RebuiltCache::<u16>::new(one_set);
+        assert_eq!(cache.sets.len(), 1);
+        let fens = ["7k/8/8/8/8/8/8/KR6", "7k/8/8/8/8/8/8/K1R5", "7k/8/8/8/8/8/8/K2R4", "7k/8/8/8/8/8/8/K3R3", "7k/8/8/8/8/8/8/K4R2"];
+        let ps: Vec<Chess> = fens.iter().map(|f| pos(&format!("{f} w - - 0 1"))).collect();
+        for (i, p) in ps[..4].iter().enumerate() {
+            cache.insert(p, What::Dtm, i as u16);
+        }
+        assert_eq!(cache.get(&ps[0], What::Dtm), Some(0));
+        cache.insert(&ps[4], What::Dtm, 4);
+        let kept: Vec<Option<u16>> = ps.iter().map(|p| cache.get(p, What::Dtm)).collect();
+        assert_eq!(kept, [Some(0), None, Some(2), Some(3), Some(4)]);
+        // Inserting a key again replaces its entry rather than taking a way.
+        cache.insert(&ps[4], What::Dtm, 40);
+        assert_eq!(ps.iter().map(|p| cache.get(p, What::Dtm)).collect::<Vec<_>>(), [Some(0), None, Some(2), Some(3), Some(40)]);
+        // A budget under one set keeps nothing.
+        assert!(RebuiltCache::<u16>::new(one_set - 1).sets.is_empty());
+    }
+
+    /// Threads inserting and reading the same keys at once, in a cache
+    /// too small for them all, only ever read back the value of the key
+    /// they asked for.
+    #[test]
+    fn concurrent_use_reads_back_only_its_own_answers() {
+        use shakmaty::{Board, Color, Piece, Role, Square};
+        // A rook on each square of ranks 2-7 off the h-file, the kings on
+        // a1 and h8: 42 positions, each its own key; value = the rook's
+        // square.
+        let ps: Vec<(Chess, u32)> = (8..56u32)
+            .filter(|sq| sq % 8 != 7)
+            .map(|sq| {
+                let mut board = Board::empty();
+                board.set_piece_at(Square::A1, Piece { color: Color::White, role: Role::King });
+                board.set_piece_at(Square::H8, Piece { color: Color::Black, role: Role::King });
+                board.set_piece_at(Square::new(sq), Piece { color: Color::White, role: Role::Rook });
+                let fen = format!("{board} w - - 0 1");
+                (pos(&fen), sq)
+            })
+            .collect();
+        let set_bytes = std::mem::size_of::<Mutex<Set<u32>>>() as u64;
+        let cache = RebuiltCache::<u32>::new(4 * set_bytes);
+        let (wrong, reads) = (AtomicU64::new(0), AtomicU64::new(0));
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (cache, ps, wrong, reads) = (&cache, &ps, &wrong, &reads);
+                scope.spawn(move || {
+                    for round in 0..200 {
+                        for (i, (p, v)) in ps.iter().enumerate() {
+                            if (i + t + round) % 3 == 0 {
+                                cache.insert(p, What::Dtm, *v);
+                            } else {
+                                reads.fetch_add(1, Ordering::Relaxed);
+                                if cache.get(p, What::Dtm).is_some_and(|got| got != *v) {
+                                    wrong.fetch_add(1, Ordering::Relaxed);
+                                }
+                            }
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(wrong.load(Ordering::Relaxed), 0);
+        let (hits, misses) = (cache.stats.hits.load(Ordering::Relaxed), cache.stats.misses.load(Ordering::Relaxed));
+        // 16 ways for 42 keys: some reads hit, some miss.
+        assert!(hits > 0 && misses > 0, "{hits} hits, {misses} misses");
+        assert_eq!(hits + misses, reads.load(Ordering::Relaxed));
     }
 }

@@ -160,7 +160,7 @@ pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, 
         counts.dropped_unchecked.fetch_add(1, Ordering::Relaxed);
         return;
     }
-    let fen = shakmaty::fen::Fen::from_position(pos, shakmaty::EnPassantMode::Legal).to_string();
+    let fen = FenOf(pos);
     let (dtz, dtm) = store.probe(pos).expect("built-in").expect("covered");
     let v = tb.probe(pos, None).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("chesstb covers it");
     counts.positions.fetch_add(1, Ordering::Relaxed);
@@ -220,6 +220,16 @@ pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, 
     }
 }
 
+/// A position's FEN, written only when a message needs it: an exhaustive
+/// run compares tens of millions of positions that all agree.
+pub struct FenOf<'a>(pub &'a Chess);
+
+impl std::fmt::Display for FenOf<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        shakmaty::fen::Fen::from_position(self.0, shakmaty::EnPassantMode::Legal).fmt(f)
+    }
+}
+
 /// chesstb's DTC at `clock` against what the built-in tables imply:
 /// - it is decisive exactly when the position is a win or loss that the
 ///   clock still allows (`|DTZ| + clock ≤ 100`, chesstb's widest budget
@@ -228,7 +238,7 @@ pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, 
 /// - in KQvK and KRvK the winner cannot capture or promote and the loser's
 ///   only capture draws, so the only conversion is mate: DTC is the
 ///   distance to mate that fits the clock, which is DTM50.
-fn check_dtc(pos: &Chess, fen: &str, clock: u32, dtc: Conversion, dtz: i32, dtm50: i32, counts: &Counts) {
+fn check_dtc(pos: &Chess, fen: &FenOf, clock: u32, dtc: Conversion, dtz: i32, dtm50: i32, counts: &Counts) {
     let signed = match dtc.class {
         Class::Win => dtc.plies as i32,
         Class::Loss => -(dtc.plies as i32),
