@@ -114,7 +114,7 @@ if [ "$step" != check ]; then
   # Cargo fetches crates inside the build (chroot isolation shares the host's
   # network); without a registry, vendor beforehand or mount a registry cache.
   log "buildah bud -> $IMAGE"
-  timeout 3000 nice -n 10 buildah --storage-driver vfs bud --isolation chroot --format docker \
+  timeout 4500 nice -n 10 buildah --storage-driver vfs bud --isolation chroot --format docker \
     --pull=never --layers=false -t "$IMAGE" .
 fi
 if [ "$step" = build ]; then
