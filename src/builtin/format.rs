@@ -791,7 +791,7 @@ impl Columns {
             return Err(format!("unknown DTM50 column kind {kind}"));
         }
         let planes = rest.get(..3 * won_lost).ok_or("DTM50 column too short")?;
-        Self::rebuild_decisive(planes, z, dtm, |d, _, value, _| {
+        Self::rebuild_decisive(planes, z, dtm, Room::default(), |d, _, value, _| {
             d.inline.push(Segment { value, max_clock: 0 }.pack());
             Ok(())
         })
@@ -818,7 +818,7 @@ impl Columns {
             Ok(b)
         };
         let mut change = [(0u16, 0u8); 100];
-        let d = Self::rebuild_decisive(planes, z, dtm, |d, j, value, last| {
+        let d = Self::rebuild_decisive(planes, z, dtm, Room::default(), |d, j, value, last| {
             let count = take(&mut points)? as usize;
             if count > change.len() {
                 return Err("more change points than clocks".into());
@@ -847,12 +847,18 @@ impl Columns {
         planes: &[u8],
         z: &[u16],
         dtm: &[u16],
+        room: Room,
         mut further: impl FnMut(&mut Dtm50Data, usize, u16, u8) -> Result<(), String>,
     ) -> Result<Dtm50Data, String> {
         let won_lost = planes.len() / 3;
         let (first_low, rest) = planes.split_at(won_lost);
         let (first_high, last_clock) = rest.split_at(won_lost);
-        let mut d = Dtm50Data { inline: Vec::with_capacity(z.len()), ..Dtm50Data::default() };
+        let mut d = Dtm50Data {
+            inline: Vec::with_capacity(z.len()),
+            overflow_index: Vec::with_capacity(room.positions),
+            overflow_start: Vec::with_capacity(room.positions + 1),
+            segments: Vec::with_capacity(room.segments),
+        };
         let mut k = 0;
         for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
             if !decisive(vz) {
@@ -994,7 +1000,6 @@ impl Columns {
         }
         // The tail records' change points, in tail order; each place's
         // first one and number.
-        let mut changes: Vec<(u16, u8)> = Vec::new();
         let mut found = vec![(0u32, 0u8); if tail_order.is_empty() { 0 } else { r }];
         let (mut t, mut e) = (0usize, 0usize);
         let take = |stream: &[u8], at: &mut usize| -> Result<u8, String> {
@@ -1013,6 +1018,8 @@ impl Columns {
             }
         }
         let (tail, esc) = rest.split_at(tail_len.min(rest.len()));
+        // At most a change point per tail byte.
+        let mut changes: Vec<(u16, u8)> = Vec::with_capacity(tail.len());
         for &p in &tail_order {
             let h = heads[p as usize];
             let count = if h == HEAD_COUNTED { take(tail, &mut t)? as usize } else { (h - HEAD_IN_TAIL) as usize + 2 };
@@ -1020,10 +1027,16 @@ impl Columns {
                 return Err("more change points than clocks".into());
             }
             found[p as usize] = (changes.len() as u32, count as u8);
-            for _ in 0..count {
-                let b = take(tail, &mut t)?;
-                if let Some(pair) = (b != RISE_ESCAPE).then(|| unpair(b, held_bits)) {
-                    changes.push(pair);
+            let pairs = tail.get(t..t + count).ok_or("DTM50 tail cut short")?;
+            t += count;
+            if !pairs.contains(&RISE_ESCAPE) {
+                // Most records: one tight pass.
+                changes.extend(pairs.iter().map(|&b| unpair(b, held_bits)));
+                continue;
+            }
+            for &b in pairs {
+                if b != RISE_ESCAPE {
+                    changes.push(unpair(b, held_bits));
                     continue;
                 }
                 let rise = read_rise(|| take(esc, &mut e))?;
@@ -1033,7 +1046,12 @@ impl Columns {
         if t != tail.len() || e != esc.len() {
             return Err("DTM50 column longer than its change points".into());
         }
-        Self::rebuild_decisive(planes, z, dtm, |d, j, value, last| {
+        // How many further segments there are is known before they are
+        // rebuilt: a block of a 5-piece table can have tens of thousands,
+        // which growing vectors copied over and over.
+        let single = heads.iter().filter(|&&h| (1..HEAD_IN_TAIL).contains(&h)).count();
+        let room = Room { positions: single + tail_order.len(), segments: single + changes.len() };
+        Self::rebuild_decisive(planes, z, dtm, room, |d, j, value, last| {
             let p = &mut place[record_key(z[j], dtm[j]) as usize];
             let here = *p as usize;
             *p += 1;
@@ -1056,30 +1074,33 @@ impl Columns {
     }
 }
 
+/// Room to reserve in a block's DTM50 for the positions with further
+/// segments and for those segments, where a column tells them beforehand.
+#[derive(Default, Clone, Copy)]
+struct Room {
+    positions: usize,
+    segments: usize,
+}
+
 /// Appends position `j`'s DTM50 to `d`: its first value, the last clock of
 /// its last segment, and its change points in clock order, each the rise of
 /// the value and how many clocks after the previous segment's the new one
 /// ends. The caller closes `d.overflow_start`.
 fn push_function(d: &mut Dtm50Data, j: usize, value: u16, last: u8, change: &[(u16, u8)]) {
-    let count = change.len();
-    // Clocks are known from the last one back.
-    let mut clocks = [0u8; 101];
-    let mut c = last;
-    clocks[count] = c;
-    for i in (0..count).rev() {
-        c = c.wrapping_sub(change[i].1);
-        clocks[i] = c;
-    }
-    let mut packed = Segment { value, max_clock: clocks[0] }.pack();
-    if count > 0 {
+    // The first segment ends as many clocks before the last as all changes
+    // hold together; the others follow from it.
+    let mut clock = change.iter().fold(last, |c, &(_, held)| c.wrapping_sub(held));
+    let mut packed = Segment { value, max_clock: clock }.pack();
+    if !change.is_empty() {
         packed |= MORE;
         d.overflow_index.push(j as u32);
         d.overflow_start.push(d.segments.len() as u32);
         let mut v = value;
-        for (i, &(rise, _)) in change.iter().enumerate() {
+        d.segments.extend(change.iter().map(|&(rise, held)| {
             v = v.wrapping_add(rise);
-            d.segments.push(Segment { value: v, max_clock: clocks[i + 1] }.pack());
-        }
+            clock = clock.wrapping_add(held);
+            Segment { value: v, max_clock: clock }.pack()
+        }));
     }
     d.inline.push(packed);
 }
