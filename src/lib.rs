@@ -22,6 +22,7 @@ pub mod probe;
 pub mod probe_counts;
 pub mod request;
 pub mod search;
+mod set_cache;
 pub mod sources;
 pub mod tablebase;
 pub mod telemetry;

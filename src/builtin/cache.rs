@@ -1,11 +1,6 @@
-//! Decoded blocks of built-in tables, shared by all tables of a store.
-//!
-//! A set-associative cache: a block may sit in one of the [`WAYS`] slots of
-//! one set (by a hash of its key), and a block decoded into a full set
-//! evicts the set's least recently used. A hit costs one uncontended lock
-//! and an `Arc` clone, a fraction of what a general-purpose concurrent
-//! cache took (a warm probe stays within twice format v3's plain array
-//! read).
+//! Decoded blocks of built-in tables, shared by all tables of a store: a
+//! [`SetCache`] (which says why), behind the few blocks each thread used
+//! last.
 //!
 //! A miss decodes on the caller's own thread and inserts the result; it
 //! never waits for another thread decoding the same block. Two threads
@@ -13,15 +8,13 @@
 //! each) rather than one blocking a thread of the server's or the
 //! generator's pool until the other is done.
 
-use std::{
-    hash::{BuildHasher, Hash},
-    sync::{
-        Arc, Mutex,
-        atomic::{AtomicU64, Ordering},
-    },
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
 };
 
 use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
+use crate::set_cache::SetCache;
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
 /// reaches over a few hundred positions of every 3-4-piece table (a
@@ -64,20 +57,8 @@ pub struct CacheCounts {
     pub bytes: u64,
 }
 
-/// Slots per set: with 4, sets overflow rarely before the cache is full.
-const WAYS: usize = 4;
-
-/// One set: its blocks, each with when it was last used (the set's own clock).
-#[derive(Default)]
-struct Set {
-    ways: [Option<(BlockKey, Arc<DecodedBlock>, u64)>; WAYS],
-    clock: u64,
-}
-
-type Slot = Mutex<Set>;
-
 pub struct BlockCache {
-    slots: Box<[Slot]>,
+    blocks: SetCache<BlockKey, Arc<DecodedBlock>>,
     hits: Counter,
     misses: AtomicU64,
     evictions: AtomicU64,
@@ -88,7 +69,7 @@ pub struct BlockCache {
 
 /// The blocks a thread used last: a probe (and the one-ply search behind
 /// an en-passant position, or a generator's run of captures) mostly stays
-/// in a few blocks, and this spares them the shared slots.
+/// in a few blocks, and this spares them the shared sets.
 const RECENT: usize = 4;
 type Recent = [Option<(u64, BlockKey, Arc<DecodedBlock>)>; RECENT];
 
@@ -143,7 +124,7 @@ impl BlockCache {
     pub fn new(max_bytes: u64) -> BlockCache {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         BlockCache {
-            slots: (0..max_bytes / SLOT_BYTES / WAYS as u64).map(|_| Mutex::default()).collect(),
+            blocks: SetCache::with_max_entries(max_bytes / SLOT_BYTES),
             hits: Counter::default(),
             misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
@@ -153,21 +134,7 @@ impl BlockCache {
     }
 }
 
-fn lock(s: &Slot) -> std::sync::MutexGuard<'_, Set> {
-    // A slot holds whole values only: a panic elsewhere leaves it usable.
-    s.lock().unwrap_or_else(|e| e.into_inner())
-}
-
 impl BlockCache {
-    fn slot(&self, key: BlockKey) -> Option<&Slot> {
-        if self.slots.is_empty() {
-            return None;
-        }
-        let h = rustc_hash::FxBuildHasher.hash_one(key);
-        // The high bits of a multiplicative hash are the well-mixed ones.
-        Some(&self.slots[((h >> 32) as usize * self.slots.len()) >> 32])
-    }
-
     /// `f` of the decoded block of `key`, decoded by `decode` on a miss.
     /// A block the thread used lately is lent to `f` without taking a
     /// reference count; `f` must not look up blocks itself.
@@ -215,17 +182,7 @@ impl BlockCache {
         key: BlockKey,
         decode: impl FnOnce() -> Result<DecodedBlock, String>,
     ) -> Result<Arc<DecodedBlock>, String> {
-        let slot = self.slot(key);
-        let cached = slot.and_then(|s| {
-            let mut set = lock(s);
-            set.clock += 1;
-            let now = set.clock;
-            set.ways.iter_mut().flatten().find(|(k, _, _)| *k == key).map(|(_, b, used)| {
-                *used = now;
-                Arc::clone(b)
-            })
-        });
-        let block = match cached {
+        let block = match self.blocks.get(&key) {
             Some(b) => {
                 self.hits.add_shared();
                 b
@@ -233,20 +190,12 @@ impl BlockCache {
             None => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
                 let b = Arc::new(decode()?);
-                if let Some(s) = slot {
-                    let bytes = b.bytes() as u64;
-                    let old = {
-                        let mut set = lock(s);
-                        set.clock += 1;
-                        let now = set.clock;
-                        let way = match set.ways.iter().position(|w| w.as_ref().is_some_and(|(k, _, _)| *k == key)) {
-                            // Decoded meanwhile by another thread: replaced by the same.
-                            Some(w) => w,
-                            None => (0..WAYS).min_by_key(|&w| set.ways[w].as_ref().map_or(0, |(_, _, used)| *used)).expect("ways"),
-                        };
-                        set.ways[way].replace((key, Arc::clone(&b), now)).map(|(k, old, _)| (k, old))
-                    };
-                    self.bytes.fetch_add(bytes, Ordering::Relaxed);
+                if !self.blocks.is_empty() {
+                    // Displaced: the block's own entry if another thread
+                    // decoded it meanwhile (replaced by the same), else
+                    // another block (an eviction).
+                    let old = self.blocks.insert(key, Arc::clone(&b));
+                    self.bytes.fetch_add(b.bytes() as u64, Ordering::Relaxed);
                     if let Some((k, old)) = old {
                         self.bytes.fetch_sub(old.bytes() as u64, Ordering::Relaxed);
                         if k != key {
@@ -277,6 +226,7 @@ impl BlockCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::set_cache::WAYS;
 
     fn block(n: usize) -> DecodedBlock {
         DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None, more_rank: Vec::new(), part: Dtm50Part::All }

@@ -12,15 +12,14 @@
 //! or the rebuild budget answers "unknown", and a later probe with budget
 //! to spare must be free to find the real value.
 
-use std::{
-    hash::BuildHasher,
-    sync::{
-        Arc, Mutex, MutexGuard,
-        atomic::{AtomicU64, Ordering},
-    },
+use std::sync::{
+    Arc,
+    atomic::{AtomicU64, Ordering},
 };
 
 use shakmaty::{Chess, EnPassantMode, Position};
+
+use crate::set_cache::SetCache;
 
 /// Which rebuilt value an entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -62,24 +61,6 @@ fn position_key(pos: &Chess) -> Option<u128> {
     Some(key | ep << 97)
 }
 
-/// Entries per set: a new answer replaces the set's least recently used
-/// one. Four keep most answers until the cache is nearly full, and a set is
-/// scanned in one or two cache lines.
-const WAYS: usize = 4;
-
-/// One set of entries, each with when it was last used (the set's own
-/// clock).
-struct Set<V> {
-    ways: [Option<(Key, V, u64)>; WAYS],
-    clock: u64,
-}
-
-impl<V> Default for Set<V> {
-    fn default() -> Self {
-        Set { ways: [const { None }; WAYS], clock: 0 }
-    }
-}
-
 /// Hit and miss counts, for `/prometheus`.
 #[derive(Debug, Default)]
 pub struct RebuiltStats {
@@ -87,74 +68,40 @@ pub struct RebuiltStats {
     pub misses: AtomicU64,
 }
 
-/// Rebuilt answers of type `V` (the prober's), by position and [`What`]:
-/// fixed sets of [`WAYS`] entries, each behind its own lock, chosen by a
-/// hash of the key. An earlier general-purpose concurrent map (with its
-/// keyed hash, frequency sketch and deferred bookkeeping) took a third of
-/// the time of an exhaustive comparison whose every probe rebuilt a
-/// value; a set costs one uncontended lock and four key comparisons. A
-/// key crafted to collide only evicts answers of its own set: entries
-/// compare whole keys, so no answer is ever given for another position.
+/// Rebuilt answers of type `V` (the prober's), by position and [`What`],
+/// in a [`SetCache`]: a key is the whole position, so no answer is ever
+/// given for another one.
 pub(super) struct RebuiltCache<V> {
     /// Empty: keep nothing (a budget under one set).
-    sets: Box<[Mutex<Set<V>>]>,
+    answers: SetCache<Key, V>,
     pub stats: Arc<RebuiltStats>,
-}
-
-fn lock<V>(set: &Mutex<Set<V>>) -> MutexGuard<'_, Set<V>> {
-    // A set holds whole entries only: a panic elsewhere leaves it usable.
-    set.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl<V: Clone> RebuiltCache<V> {
     /// A cache of at most `max_bytes`, counting each set's whole size.
     pub fn new(max_bytes: u64) -> RebuiltCache<V> {
-        let set_bytes = std::mem::size_of::<Mutex<Set<V>>>() as u64;
-        RebuiltCache { sets: (0..max_bytes / set_bytes).map(|_| Mutex::default()).collect(), stats: Arc::default() }
-    }
-
-    fn set(&self, key: &Key) -> &Mutex<Set<V>> {
-        let h = rustc_hash::FxBuildHasher.hash_one(key);
-        // The high bits of a multiplicative hash are the well-mixed ones.
-        &self.sets[((h >> 32) as usize * self.sets.len()) >> 32]
+        RebuiltCache { answers: SetCache::with_max_bytes(max_bytes), stats: Arc::default() }
     }
 
     pub fn get(&self, pos: &Chess, what: What) -> Option<V> {
-        if self.sets.is_empty() {
+        if self.answers.is_empty() {
             return None;
         }
         let key = Key { position: position_key(pos)?, what };
-        let hit = {
-            let mut set = lock(self.set(&key));
-            set.clock += 1;
-            let now = set.clock;
-            set.ways.iter_mut().flatten().find(|(k, _, _)| *k == key).map(|(_, v, used)| {
-                *used = now;
-                v.clone()
-            })
-        };
+        let hit = self.answers.get(&key);
         let counter = if hit.is_some() { &self.stats.hits } else { &self.stats.misses };
         counter.fetch_add(1, Ordering::Relaxed);
         hit
     }
 
     pub fn insert(&self, pos: &Chess, what: What, value: V) {
-        if self.sets.is_empty() {
+        if self.answers.is_empty() {
             return;
         }
         let Some(position) = position_key(pos) else { return };
-        let key = Key { position, what };
-        let mut set = lock(self.set(&key));
-        set.clock += 1;
-        let now = set.clock;
-        // The entry of this key if there is one (two threads may rebuild
-        // the same answer at once), else a free way, else the least
-        // recently used.
-        let way = match set.ways.iter().position(|w| w.as_ref().is_some_and(|(k, _, _)| *k == key)) {
-            Some(i) => i,
-            None => (0..WAYS).min_by_key(|&i| set.ways[i].as_ref().map_or(0, |(_, _, used)| *used)).expect("ways"),
-        };
-        set.ways[way] = Some((key, value, now));
+        // Two threads may rebuild the same answer at once: the second
+        // replaces the first.
+        self.answers.insert(Key { position, what }, value);
     }
 }
 
@@ -208,9 +155,9 @@ mod tests {
     /// first four gives way to the fifth, a read counting as a use.
     #[test]
     fn a_full_set_drops_its_least_recently_used_answer() {
-        let one_set = std::mem::size_of::<Mutex<Set<u16>>>() as u64;
+        let one_set = SetCache::<Key, u16>::SET_BYTES;
         let cache = RebuiltCache::<u16>::new(one_set);
-        assert_eq!(cache.sets.len(), 1);
+        assert_eq!(cache.answers.sets(), 1);
         let fens = ["7k/8/8/8/8/8/8/KR6", "7k/8/8/8/8/8/8/K1R5", "7k/8/8/8/8/8/8/K2R4", "7k/8/8/8/8/8/8/K3R3", "7k/8/8/8/8/8/8/K4R2"];
         let ps: Vec<Chess> = fens.iter().map(|f| pos(&format!("{f} w - - 0 1"))).collect();
         for (i, p) in ps[..4].iter().enumerate() {
@@ -224,7 +171,7 @@ mod tests {
         cache.insert(&ps[4], What::Dtm, 40);
         assert_eq!(ps.iter().map(|p| cache.get(p, What::Dtm)).collect::<Vec<_>>(), [Some(0), None, Some(2), Some(3), Some(40)]);
         // A budget under one set keeps nothing.
-        assert!(RebuiltCache::<u16>::new(one_set - 1).sets.is_empty());
+        assert!(RebuiltCache::<u16>::new(one_set - 1).answers.is_empty());
     }
 
     /// Threads inserting and reading the same keys at once, in a cache
@@ -247,7 +194,7 @@ mod tests {
                 (pos(&fen), sq)
             })
             .collect();
-        let set_bytes = std::mem::size_of::<Mutex<Set<u32>>>() as u64;
+        let set_bytes = SetCache::<Key, u32>::SET_BYTES;
         let cache = RebuiltCache::<u32>::new(4 * set_bytes);
         let (wrong, reads) = (AtomicU64::new(0), AtomicU64::new(0));
         std::thread::scope(|scope| {
