@@ -20,6 +20,7 @@ pub mod material;
 pub mod panics;
 pub mod probe;
 pub mod probe_counts;
+mod recent;
 pub mod request;
 pub mod search;
 mod set_cache;

@@ -14,7 +14,7 @@ use std::sync::{
 };
 
 use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
-use crate::set_cache::SetCache;
+use crate::{recent::Recent, set_cache::SetCache};
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
 /// reaches over a few hundred positions of every 3-4-piece table (a
@@ -67,12 +67,6 @@ pub struct BlockCache {
     id: u64,
 }
 
-/// The blocks a thread used last: a probe (and the one-ply search behind
-/// an en-passant position, or a generator's run of captures) mostly stays
-/// in a few blocks, and this spares them the shared sets.
-const RECENT: usize = 4;
-type Recent = [Option<(u64, BlockKey, Arc<DecodedBlock>)>; RECENT];
-
 /// A count that threads add to without sharing a cache line (mostly):
 /// hits are counted on every lookup, a generation makes about 50 million of
 /// them, and one shared word bounced between the cores on each.
@@ -115,7 +109,10 @@ impl Counter {
 }
 
 thread_local! {
-    static RECENT_BLOCKS: std::cell::RefCell<(Recent, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+    /// The blocks a thread used last: a probe (and the one-ply search behind
+    /// an en-passant position, or a generator's run of captures) mostly
+    /// stays in a few blocks, and this spares them the shared sets.
+    static RECENT_BLOCKS: std::cell::RefCell<Recent<BlockKey, Arc<DecodedBlock>, 4>> = const { std::cell::RefCell::new(Recent::new()) };
 }
 
 impl BlockCache {
@@ -157,7 +154,7 @@ impl BlockCache {
     /// (a hit).
     #[inline]
     fn recent<R>(&self, key: BlockKey, f: impl FnOnce(&Arc<DecodedBlock>) -> R) -> Option<R> {
-        let r = RECENT_BLOCKS.with_borrow(|(r, _)| r.iter().flatten().find(|(id, k, _)| *id == self.id && *k == key).map(|(_, _, b)| f(b)))?;
+        let r = RECENT_BLOCKS.with_borrow(|r| r.find(self.id, &key).map(f))?;
         self.hits.add();
         Some(r)
     }
@@ -206,10 +203,7 @@ impl BlockCache {
                 b
             }
         };
-        RECENT_BLOCKS.with_borrow_mut(|(r, next)| {
-            r[*next] = Some((self.id, key, Arc::clone(&block)));
-            *next = (*next + 1) % RECENT;
-        });
+        RECENT_BLOCKS.with_borrow_mut(|r| r.remember(self.id, key, Arc::clone(&block)));
         Ok(block)
     }
 

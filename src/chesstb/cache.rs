@@ -7,6 +7,7 @@ use std::sync::{
 
 use arrayvec::ArrayVec;
 
+use crate::recent::Recent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockKey {
@@ -220,13 +221,11 @@ pub struct BlockCache {
     pub(super) id: u64,
 }
 
-/// The blocks a thread used last: a probe and the one-ply searches behind
-/// it mostly stay in a few blocks, and this spares them the shared map.
-const RECENT: usize = 8;
-type Recent = [Option<(u64, BlockKey, Arc<Block>)>; RECENT];
-
 thread_local! {
-    static RECENT_BLOCKS: std::cell::RefCell<(Recent, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT], 0)) };
+    /// The blocks a thread used last: a probe and the one-ply searches
+    /// behind it mostly stay in a few blocks, and this spares them the
+    /// shared map.
+    static RECENT_BLOCKS: std::cell::RefCell<Recent<BlockKey, Arc<Block>, 8>> = const { std::cell::RefCell::new(Recent::new()) };
 }
 
 impl BlockCache {
@@ -247,9 +246,7 @@ impl BlockCache {
     }
 
     pub fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
-        let recent = RECENT_BLOCKS.with_borrow(|(r, _)| {
-            r.iter().flatten().find(|(id, k, _)| *id == self.id && k == key).map(|(_, _, b)| Arc::clone(b))
-        });
+        let recent = RECENT_BLOCKS.with_borrow(|r| r.find(self.id, key).map(Arc::clone));
         let hit = recent.or_else(|| {
             let b = self.cache.get(key)?;
             self.remember(*key, &b);
@@ -261,10 +258,7 @@ impl BlockCache {
     }
 
     fn remember(&self, key: BlockKey, block: &Arc<Block>) {
-        RECENT_BLOCKS.with_borrow_mut(|(r, next)| {
-            r[*next] = Some((self.id, key, Arc::clone(block)));
-            *next = (*next + 1) % RECENT;
-        });
+        RECENT_BLOCKS.with_borrow_mut(|r| r.remember(self.id, key, Arc::clone(block)));
     }
 
     pub fn insert(&self, key: BlockKey, block: Block) -> Arc<Block> {

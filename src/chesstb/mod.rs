@@ -106,6 +106,8 @@ use std::{
 use rustc_hash::FxHashMap;
 use shakmaty::{Chess, Position};
 
+use crate::recent::Recent;
+
 pub use cache::CacheStats;
 pub use file::Kind;
 pub use index::IndexParts;
@@ -196,15 +198,12 @@ pub struct Chesstb {
     has_pair_tables: bool,
 }
 
-/// The files a thread used last. A probe reads a few files many times
-/// (WDL, then the pack, for the position and each child of a search), and
-/// the shared map costs a hash and its bookkeeping on every read. Entries
-/// name their reader by its block cache's id.
-const RECENT_FILES: usize = 4;
-type RecentFiles = [Option<(u64, u32, Arc<file::TableFile>)>; RECENT_FILES];
-
 thread_local! {
-    static RECENT: std::cell::RefCell<(RecentFiles, usize)> = const { std::cell::RefCell::new(([const { None }; RECENT_FILES], 0)) };
+    /// The files a thread used last, by slot id. A probe reads a few files
+    /// many times (WDL, then the pack, for the position and each child of a
+    /// search), and the shared map costs a hash and its bookkeeping on
+    /// every read. Entries name their reader by its block cache's id.
+    static RECENT: std::cell::RefCell<Recent<u32, Arc<file::TableFile>, 4>> = const { std::cell::RefCell::new(Recent::new()) };
 }
 
 impl Chesstb {
@@ -362,10 +361,7 @@ impl Chesstb {
             let _ = slot.broken.set(reason.to_string());
             error(reason.to_string())
         })?;
-        RECENT.with_borrow_mut(|(r, next)| {
-            r[*next] = Some((self.cache.id, slot.id, Arc::clone(&f)));
-            *next = (*next + 1) % RECENT_FILES;
-        });
+        RECENT.with_borrow_mut(|r| r.remember(self.cache.id, slot.id, Arc::clone(&f)));
         Ok(Some(f))
     }
 
@@ -376,14 +372,13 @@ impl Chesstb {
     /// only that way can be closed and opened again, which costs an
     /// opening, never a wrong answer.
     fn recent_file(&self, id: u32) -> Option<Arc<file::TableFile>> {
-        RECENT.with_borrow_mut(|(r, _)| {
-            let entry = r.iter_mut().find(|e| e.as_ref().is_some_and(|(m, i, _)| *m == self.cache.id && *i == id))?;
-            let (_, _, f) = entry.as_ref().expect("found");
-            if f.closed.load(Ordering::Relaxed) {
-                *entry = None;
-                return None;
+        RECENT.with_borrow_mut(|r| {
+            let f = r.find(self.cache.id, &id)?;
+            if !f.closed.load(Ordering::Relaxed) {
+                return Some(Arc::clone(f));
             }
-            Some(Arc::clone(f))
+            r.forget(self.cache.id, &id);
+            None
         })
     }
 
