@@ -202,7 +202,7 @@ mod tests {
                 scope.spawn(move || {
                     for round in 0..500 {
                         for k in keys.clone() {
-                            if (k as usize + t + round) % 3 == 0 {
+                            if (k as usize + t + round).is_multiple_of(3) {
                                 cache.insert(k, value(k));
                                 continue;
                             }

@@ -116,8 +116,8 @@ thread_local! {
 }
 
 impl BlockCache {
-    /// A cache of about `max_bytes` of decoded blocks; less than one block's
-    /// worth keeps nothing (every probe decodes).
+    /// A cache of about `max_bytes` of decoded blocks; less than one set's
+    /// worth (four blocks) keeps nothing (every probe decodes).
     pub fn new(max_bytes: u64) -> BlockCache {
         static NEXT: AtomicU64 = AtomicU64::new(1);
         BlockCache {
