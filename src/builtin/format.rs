@@ -640,7 +640,7 @@ impl Columns {
         }
         let mut rise = Self::unplanes16(&rest[..2 * extra], extra)?;
         let held = &rest[2 * extra..];
-        let mut d = Dtm50Data { inline: Vec::with_capacity(n), ..Dtm50Data::default() };
+        let mut d = Dtm50Data { inline: vec![0; n], ..Dtm50Data::default() };
         let mut s = 0;
         let mut change = [(0u16, 0u8); 100];
         for (j, f) in first.enumerate() {
@@ -711,9 +711,10 @@ impl Columns {
         1 + won_lost
     }
 
-    /// DTM from a version 6 column, given DTZ50'' and how many positions
-    /// it says are won or lost.
-    fn undtm_v6(bytes: &[u8], z: &[u16], won_lost: usize) -> Result<Vec<u16>, String> {
+    /// DTM from a version 6 column, given DTZ50'' and the positions it
+    /// says are won or lost ([`decisive_indexes`]).
+    fn undtm_v6(bytes: &[u8], z: &[u16], decisive: &[u32]) -> Result<Vec<u16>, String> {
+        let won_lost = decisive.len();
         let (&kind, rest) = bytes.split_first().ok_or("DTM column empty")?;
         if kind == DtmColumn::EveryIndex as u8 {
             return Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect());
@@ -728,17 +729,12 @@ impl Columns {
             n if n == 2 * won_lost => Some(&rest[won_lost..]),
             _ => return Err("DTM column not the size of its values".into()),
         };
-        let mut out = Vec::with_capacity(z.len());
-        let mut k = 0;
-        for &vz in z {
-            if !decisive(vz) {
-                out.push(DRAW);
-                continue;
-            }
+        let mut out = vec![DRAW; z.len()];
+        for (k, &j) in decisive.iter().enumerate() {
+            let vz = z[j as usize];
             let u = rest[k] as u16 | high.map_or(0, |h| (h[k] as u16) << 8);
-            k += 1;
             let plies = if less { value::plies(vz) as i32 + unzigzag(u) } else { u as i32 };
-            out.push((plies.clamp(0, value::MAX_PLIES as i32) as u16) << 2 | (vz & 3));
+            out[j as usize] = (plies.clamp(0, value::MAX_PLIES as i32) as u16) << 2 | (vz & 3);
         }
         Ok(out)
     }
@@ -782,7 +778,7 @@ impl Columns {
     /// planes only, each won or lost position's value at clock 0 as a
     /// segment up to clock 0 (or its whole function where it has one
     /// segment); the change points after the planes are not read.
-    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
+    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Ok(keep_part(Self::undtm50(rest, z, dtm)?, Dtm50Part::AtZero));
@@ -790,20 +786,25 @@ impl Columns {
         if kind != Dtm50Column::Decisive as u8 && Dtm50Column::held_bits(kind).is_none() {
             return Err(format!("unknown DTM50 column kind {kind}"));
         }
-        let planes = rest.get(..3 * won_lost).ok_or("DTM50 column too short")?;
-        Self::rebuild_decisive(planes, z, dtm, Room::default(), |d, _, value, _| {
-            d.inline.push(Segment { value, max_clock: 0 }.pack());
-            Ok(())
-        })
+        let planes = rest.get(..3 * decisive.len()).ok_or("DTM50 column too short")?;
+        let firsts = Firsts::new(planes, z, dtm, decisive);
+        let (mut d, records) = firsts.rebuild(Room::default());
+        for &k in &records {
+            let (j, value, _) = firsts.at(k as usize);
+            d.inline[j] = Segment { value, max_clock: 0 }.pack();
+        }
+        d.overflow_start.push(0);
+        Ok(d)
     }
 
-    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
+    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
+        let won_lost = decisive.len();
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Self::undtm50(rest, z, dtm);
         }
         if let Some(held_bits) = Dtm50Column::held_bits(kind) {
-            return Self::undtm50_paired(rest, held_bits, z, dtm, won_lost);
+            return Self::undtm50_paired(rest, held_bits, z, dtm, decisive);
         }
         if kind != Dtm50Column::Decisive as u8 {
             return Err(format!("unknown DTM50 column kind {kind}"));
@@ -818,7 +819,10 @@ impl Columns {
             Ok(b)
         };
         let mut change = [(0u16, 0u8); 100];
-        let d = Self::rebuild_decisive(planes, z, dtm, Room::default(), |d, j, value, last| {
+        let firsts = Firsts::new(planes, z, dtm, decisive);
+        let (mut d, records) = firsts.rebuild(Room::default());
+        for &k in &records {
+            let (j, value, last) = firsts.at(k as usize);
             let count = take(&mut points)? as usize;
             if count > change.len() {
                 return Err("more change points than clocks".into());
@@ -827,54 +831,12 @@ impl Columns {
                 let rise = read_rise(|| take(&mut points))?;
                 *c = (rise, take(&mut points)?);
             }
-            push_function(d, j, value, last, &change[..count]);
-            Ok(())
-        })?;
+            push_function(&mut d, j, value, last, &change[..count]);
+        }
+        d.overflow_start.push(d.segments.len() as u32);
         if !points.is_empty() {
             return Err("DTM50 column longer than its change points".into());
         }
-        Ok(d)
-    }
-
-    /// A block's DTM50 from what version 6 and 7 columns start with
-    /// (`planes`: per won or lost position the low bytes, then the high
-    /// bytes of its first value less DTM, then its last clock less the
-    /// expected one): a draw for each position neither won nor lost, the
-    /// first segment for each whose DTM is DTZ50'', and `further(d, j,
-    /// value, last clock)` appending each other's whole function, in index
-    /// order.
-    fn rebuild_decisive(
-        planes: &[u8],
-        z: &[u16],
-        dtm: &[u16],
-        room: Room,
-        mut further: impl FnMut(&mut Dtm50Data, usize, u16, u8) -> Result<(), String>,
-    ) -> Result<Dtm50Data, String> {
-        let won_lost = planes.len() / 3;
-        let (first_low, rest) = planes.split_at(won_lost);
-        let (first_high, last_clock) = rest.split_at(won_lost);
-        let mut d = Dtm50Data {
-            inline: Vec::with_capacity(z.len()),
-            overflow_index: Vec::with_capacity(room.positions),
-            overflow_start: Vec::with_capacity(room.positions + 1),
-            segments: Vec::with_capacity(room.segments),
-        };
-        let mut k = 0;
-        for (j, (&vz, &vm)) in z.iter().zip(dtm).enumerate() {
-            if !decisive(vz) {
-                d.inline.push(DRAW as u32);
-                continue;
-            }
-            let value = (first_low[k] as u16 | (first_high[k] as u16) << 8).wrapping_add(vm);
-            let last = last_clock[k].wrapping_add(expected_last_clock(vz, value));
-            k += 1;
-            if vm == vz {
-                d.inline.push(Segment { value, max_clock: last }.pack());
-                continue;
-            }
-            further(&mut d, j, value, last)?;
-        }
-        d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
     }
 
@@ -963,31 +925,39 @@ impl Columns {
 
     /// DTM50 from a version 7 column after its kind byte (see
     /// [`Columns::dtm50_v7`]); `held_bits` by the kind.
-    fn undtm50_paired(bytes: &[u8], held_bits: u32, z: &[u16], dtm: &[u16], won_lost: usize) -> Result<Dtm50Data, String> {
+    fn undtm50_paired(bytes: &[u8], held_bits: u32, z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
+        let won_lost = decisive.len();
+        let planes = bytes.get(..3 * won_lost).ok_or("DTM50 column too short")?;
+        let firsts = Firsts::new(planes, z, dtm, decisive);
         // Where each key's records start in key order (a counting sort,
         // stable like the writer's); the records then take their places
-        // in index order as they are rebuilt.
-        let mut place = [0u16; RECORD_KEYS + 1];
-        let mut r = 0;
-        for (&vz, &vm) in z.iter().zip(dtm) {
-            if decisive(vz) && vm != vz {
-                place[record_key(vz, vm) as usize + 1] += 1;
-                r += 1;
-            }
-        }
-        for k in 1..place.len() {
+        // in index order as they are rebuilt. Counted as the first
+        // segments are written, the last slot taking the other positions'
+        // counts, so that no branch depends on the values.
+        let mut place = [0u16; RECORD_KEYS + 2];
+        let (mut d, records) = firsts.rebuild_seeing(Room::default(), |j, record| {
+            place[if record { record_key(z[j], dtm[j]) as usize + 1 } else { RECORD_KEYS + 1 }] += 1;
+        });
+        for k in 1..=RECORD_KEYS {
             place[k] += place[k - 1];
         }
+        let r = records.len();
         if bytes.len() < 3 * won_lost + r {
             return Err("DTM50 column too short".into());
         }
-        let (planes, rest) = bytes.split_at(3 * won_lost);
+        let rest = &bytes[3 * won_lost..];
         let (heads, rest) = rest.split_at(r);
         // The places of the records in the tail, in tail order: by head
-        // byte, then key.
+        // byte, then key. Counted in the same pass: the records whose one
+        // change point is in their head.
         let mut group_start = [0usize; (HEAD_COUNTED - HEAD_IN_TAIL + 2) as usize];
-        for &h in heads.iter().filter(|&&h| h >= HEAD_IN_TAIL) {
-            group_start[(h - HEAD_IN_TAIL) as usize + 1] += 1;
+        let mut single = 0;
+        for &h in heads {
+            if h >= HEAD_IN_TAIL {
+                group_start[(h - HEAD_IN_TAIL) as usize + 1] += 1;
+            } else if h != 0 {
+                single += 1;
+            }
         }
         for g in 1..group_start.len() {
             group_start[g] += group_start[g - 1];
@@ -1049,28 +1019,33 @@ impl Columns {
         // How many further segments there are is known before they are
         // rebuilt: a block of a 5-piece table can have tens of thousands,
         // which growing vectors copied over and over.
-        let single = heads.iter().filter(|&&h| (1..HEAD_IN_TAIL).contains(&h)).count();
         let room = Room { positions: single + tail_order.len(), segments: single + changes.len() };
-        Self::rebuild_decisive(planes, z, dtm, room, |d, j, value, last| {
+        d.overflow_index.reserve(room.positions);
+        d.overflow_start.reserve(room.positions + 1);
+        d.segments.reserve(room.segments);
+        for &k in &records {
+            let (j, value, last) = firsts.at(k as usize);
             let p = &mut place[record_key(z[j], dtm[j]) as usize];
             let here = *p as usize;
             *p += 1;
             match heads[here] {
-                0 => d.inline.push(Segment { value, max_clock: last }.pack()),
+                // One segment, as `rebuild` wrote it.
+                0 => {}
                 head @ 1..HEAD_IN_TAIL => {
                     let (rise, held) = unpair(head - 1, held_bits);
-                    d.inline.push(Segment { value, max_clock: last.wrapping_sub(held) }.pack() | MORE);
+                    d.inline[j] = Segment { value, max_clock: last.wrapping_sub(held) }.pack() | MORE;
                     d.overflow_index.push(j as u32);
                     d.overflow_start.push(d.segments.len() as u32);
                     d.segments.push(Segment { value: value.wrapping_add(rise), max_clock: last }.pack());
                 }
                 _ => {
                     let (at, count) = found[here];
-                    push_function(d, j, value, last, &changes[at as usize..at as usize + count as usize]);
+                    push_function(&mut d, j, value, last, &changes[at as usize..at as usize + count as usize]);
                 }
             }
-            Ok(())
-        })
+        }
+        d.overflow_start.push(d.segments.len() as u32);
+        Ok(d)
     }
 }
 
@@ -1082,10 +1057,92 @@ struct Room {
     segments: usize,
 }
 
+/// The places in a block of its won and lost positions by DTZ50'', in
+/// index order: the positions version 6 and 7 columns hold DTM and DTM50
+/// for. Gathered without a branch per position, as are the passes over
+/// them, since draws and decisive positions alternate unpredictably.
+fn decisive_indexes(z: &[u16]) -> Vec<u32> {
+    let mut out = vec![0u32; z.len()];
+    let mut k = 0;
+    for (j, &v) in z.iter().enumerate() {
+        out[k] = j as u32;
+        k += decisive(v) as usize;
+        // `k <= j + 1`: the next store stays within `out`.
+    }
+    out.truncate(k);
+    out
+}
+
+/// What version 6 and 7 DTM50 columns start with, per won or lost
+/// position (`planes`: the low bytes, then the high bytes of its first
+/// value less DTM, then its last clock less the expected one), beside
+/// the block's DTZ50'' (as written) and DTM.
+struct Firsts<'a> {
+    low: &'a [u8],
+    high: &'a [u8],
+    last_clock: &'a [u8],
+    z: &'a [u16],
+    dtm: &'a [u16],
+    decisive: &'a [u32],
+}
+
+impl<'a> Firsts<'a> {
+    /// `planes` is three bytes per entry of `decisive`.
+    fn new(planes: &'a [u8], z: &'a [u16], dtm: &'a [u16], decisive: &'a [u32]) -> Self {
+        let w = decisive.len();
+        debug_assert_eq!(planes.len(), 3 * w);
+        Firsts { low: &planes[..w], high: &planes[w..2 * w], last_clock: &planes[2 * w..3 * w], z, dtm, decisive }
+    }
+
+    /// The `k`th won or lost position: its place in the block, its first
+    /// value and the last clock of its last segment.
+    #[inline(always)]
+    fn at(&self, k: usize) -> (usize, u16, u8) {
+        let j = self.decisive[k] as usize;
+        let (vz, vm) = (self.z[j], self.dtm[j]);
+        let value = (self.low[k] as u16 | (self.high[k] as u16) << 8).wrapping_add(vm);
+        (j, value, self.last_clock[k].wrapping_add(expected_last_clock(vz, value)))
+    }
+
+    /// The block's DTM50 with one segment per position: a draw for each
+    /// position neither won nor lost, the first value up to the last clock
+    /// for the others; and which of these (by `k`, ascending) have a DTM
+    /// other than their DTZ50'', whose whole functions the caller writes
+    /// over them (and then closes `overflow_start`).
+    fn rebuild(&self, room: Room) -> (Dtm50Data, Vec<u32>) {
+        self.rebuild_seeing(room, |_, _| {})
+    }
+
+    /// [`Firsts::rebuild`], showing `seen` each won or lost position's
+    /// place and whether it is among those returned, in index order.
+    #[inline(always)]
+    fn rebuild_seeing(&self, room: Room, mut seen: impl FnMut(usize, bool)) -> (Dtm50Data, Vec<u32>) {
+        let mut inline = vec![DRAW as u32; self.z.len()];
+        let mut records = vec![0u32; self.decisive.len()];
+        let mut r = 0;
+        for k in 0..self.decisive.len() {
+            let (j, value, last) = self.at(k);
+            inline[j] = Segment { value, max_clock: last }.pack();
+            let record = self.dtm[j] != self.z[j];
+            records[r] = k as u32;
+            r += record as usize;
+            seen(j, record);
+        }
+        records.truncate(r);
+        let d = Dtm50Data {
+            inline,
+            overflow_index: Vec::with_capacity(room.positions),
+            overflow_start: Vec::with_capacity(room.positions + 1),
+            segments: Vec::with_capacity(room.segments),
+        };
+        (d, records)
+    }
+}
+
 /// Appends position `j`'s DTM50 to `d`: its first value, the last clock of
 /// its last segment, and its change points in clock order, each the rise of
 /// the value and how many clocks after the previous segment's the new one
-/// ends. The caller closes `d.overflow_start`.
+/// ends; `d.inline[j]` is overwritten. The caller closes `d.overflow_start`.
 fn push_function(d: &mut Dtm50Data, j: usize, value: u16, last: u8, change: &[(u16, u8)]) {
     // The first segment ends as many clocks before the last as all changes
     // hold together; the others follow from it.
@@ -1102,7 +1159,7 @@ fn push_function(d: &mut Dtm50Data, j: usize, value: u16, last: u8, change: &[(u
             Segment { value: v, max_clock: clock }.pack()
         }));
     }
-    d.inline.push(packed);
+    d.inline[j] = packed;
 }
 
 /// One block compressed: its three frames.
@@ -1254,14 +1311,15 @@ pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Par
         };
         (dtm, dtm50)
     } else {
-        let won_lost = dtz.iter().filter(|&&v| decisive(v)).count();
+        let decisive = decisive_indexes(&dtz);
+        let won_lost = decisive.len();
         column(frames[1], frames[1].is_empty().then(|| Columns::dtm_v6_zeros(won_lost)), &mut raw)?;
-        let dtm = Columns::undtm_v6(&raw, &dtz, won_lost)?;
+        let dtm = Columns::undtm_v6(&raw, &dtz, &decisive)?;
         let dtm50 = if blocks.has_dtm50 {
             column(frames[2], frames[2].is_empty().then(|| Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)), &mut raw)?;
             Some(match part {
-                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, won_lost)?,
-                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, won_lost)?,
+                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, &decisive)?,
+                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, &decisive)?,
             })
         } else {
             None
@@ -1647,12 +1705,12 @@ mod tests {
             let range = b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len());
             let (dtz, dtm, d) = (&dtz[range.clone()], &dtm[range.clone()], d.slice(range));
             let z = Columns::dtz_v6(dtz);
-            let won_lost = z.iter().filter(|&&v| decisive(v)).count();
+            let decisive = decisive_indexes(&z);
             let mut expected = Columns::undtm50_v6(&{
                 let mut column = Vec::new();
                 Columns::dtm50_v6(dtz, &z, dtm, &d, &mut column);
                 column
-            }, &z, dtm, won_lost)
+            }, &z, dtm, &decisive)
             .unwrap();
             for j in 0..dtz.len() {
                 if dtz[j] == UNKNOWN {
@@ -1665,7 +1723,7 @@ mod tests {
                 let mut column = Vec::new();
                 Columns::dtm50_v7_held_bits(held_bits, dtz, &z, dtm, &d, &mut column);
                 assert_eq!(Dtm50Column::held_bits(column[0]), Some(held_bits.unwrap_or(chosen)), "block {b}, {held_bits:?}");
-                let mut got = Columns::undtm50_v6(&column, &z, dtm, won_lost).unwrap();
+                let mut got = Columns::undtm50_v6(&column, &z, dtm, &decisive).unwrap();
                 for j in 0..dtz.len() {
                     if dtz[j] == UNKNOWN {
                         got.inline[j] = d.inline[j];
