@@ -778,7 +778,7 @@ impl Columns {
     /// planes only, each won or lost position's value at clock 0 as a
     /// segment up to clock 0 (or its whole function where it has one
     /// segment); the change points after the planes are not read.
-    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
+    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32], records: &mut Records) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Ok(keep_part(Self::undtm50(rest, z, dtm)?, Dtm50Part::AtZero));
@@ -788,8 +788,8 @@ impl Columns {
         }
         let planes = rest.get(..3 * decisive.len()).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
-        let (mut d, records) = firsts.rebuild(Room::default());
-        for &k in &records {
+        let mut d = firsts.rebuild(Room::default(), &mut records.kept);
+        for &k in &records.kept {
             let (j, value, _) = firsts.at(k as usize);
             d.inline[j] = Segment { value, max_clock: 0 }.pack();
         }
@@ -797,14 +797,14 @@ impl Columns {
         Ok(d)
     }
 
-    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
+    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32], records: &mut Records) -> Result<Dtm50Data, String> {
         let won_lost = decisive.len();
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Self::undtm50(rest, z, dtm);
         }
         if let Some(held_bits) = Dtm50Column::held_bits(kind) {
-            return Self::undtm50_paired(rest, held_bits, z, dtm, decisive);
+            return Self::undtm50_paired(rest, held_bits, z, dtm, decisive, records);
         }
         if kind != Dtm50Column::Decisive as u8 {
             return Err(format!("unknown DTM50 column kind {kind}"));
@@ -820,8 +820,8 @@ impl Columns {
         };
         let mut change = [(0u16, 0u8); 100];
         let firsts = Firsts::new(planes, z, dtm, decisive);
-        let (mut d, records) = firsts.rebuild(Room::default());
-        for &k in &records {
+        let mut d = firsts.rebuild(Room::default(), &mut records.kept);
+        for &k in &records.kept {
             let (j, value, last) = firsts.at(k as usize);
             let count = take(&mut points)? as usize;
             if count > change.len() {
@@ -925,7 +925,15 @@ impl Columns {
 
     /// DTM50 from a version 7 column after its kind byte (see
     /// [`Columns::dtm50_v7`]); `held_bits` by the kind.
-    fn undtm50_paired(bytes: &[u8], held_bits: u32, z: &[u16], dtm: &[u16], decisive: &[u32]) -> Result<Dtm50Data, String> {
+    fn undtm50_paired(
+        bytes: &[u8],
+        held_bits: u32,
+        z: &[u16],
+        dtm: &[u16],
+        decisive: &[u32],
+        records: &mut Records,
+    ) -> Result<Dtm50Data, String> {
+        let Records { kept, tail_order, found, changes } = records;
         let won_lost = decisive.len();
         let planes = bytes.get(..3 * won_lost).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
@@ -935,13 +943,13 @@ impl Columns {
         // segments are written, the last slot taking the other positions'
         // counts, so that no branch depends on the values.
         let mut place = [0u16; RECORD_KEYS + 2];
-        let (mut d, records) = firsts.rebuild_seeing(Room::default(), |j, record| {
+        let mut d = firsts.rebuild_seeing(Room::default(), kept, |j, record| {
             place[if record { record_key(z[j], dtm[j]) as usize + 1 } else { RECORD_KEYS + 1 }] += 1;
         });
         for k in 1..=RECORD_KEYS {
             place[k] += place[k - 1];
         }
-        let r = records.len();
+        let r = kept.len();
         if bytes.len() < 3 * won_lost + r {
             return Err("DTM50 column too short".into());
         }
@@ -962,7 +970,8 @@ impl Columns {
         for g in 1..group_start.len() {
             group_start[g] += group_start[g - 1];
         }
-        let mut tail_order = vec![0u16; *group_start.last().expect("groups")];
+        tail_order.clear();
+        tail_order.resize(*group_start.last().expect("groups"), 0);
         for (p, &h) in heads.iter().enumerate().filter(|&(_, &h)| h >= HEAD_IN_TAIL) {
             let at = &mut group_start[(h - HEAD_IN_TAIL) as usize];
             tail_order[*at] = p as u16;
@@ -970,7 +979,8 @@ impl Columns {
         }
         // The tail records' change points, in tail order; each place's
         // first one and number.
-        let mut found = vec![(0u32, 0u8); if tail_order.is_empty() { 0 } else { r }];
+        found.clear();
+        found.resize(if tail_order.is_empty() { 0 } else { r }, (0, 0));
         let (mut t, mut e) = (0usize, 0usize);
         let take = |stream: &[u8], at: &mut usize| -> Result<u8, String> {
             let b = *stream.get(*at).ok_or("DTM50 tail cut short")?;
@@ -979,7 +989,7 @@ impl Columns {
         };
         // The tail's length: fixed-size records first, then the counted ones.
         let mut tail_len = 0;
-        for &p in &tail_order {
+        for &p in tail_order.iter() {
             let h = heads[p as usize];
             if h == HEAD_COUNTED {
                 tail_len += 1 + *rest.get(tail_len).ok_or("DTM50 tail cut short")? as usize;
@@ -989,8 +999,9 @@ impl Columns {
         }
         let (tail, esc) = rest.split_at(tail_len.min(rest.len()));
         // At most a change point per tail byte.
-        let mut changes: Vec<(u16, u8)> = Vec::with_capacity(tail.len());
-        for &p in &tail_order {
+        changes.clear();
+        changes.reserve(tail.len());
+        for &p in tail_order.iter() {
             let h = heads[p as usize];
             let count = if h == HEAD_COUNTED { take(tail, &mut t)? as usize } else { (h - HEAD_IN_TAIL) as usize + 2 };
             if count > LAST_MOVE_CLOCK as usize + 1 {
@@ -1023,7 +1034,7 @@ impl Columns {
         d.overflow_index.reserve(room.positions);
         d.overflow_start.reserve(room.positions + 1);
         d.segments.reserve(room.segments);
-        for &k in &records {
+        for &k in kept.iter() {
             let (j, value, last) = firsts.at(k as usize);
             let p = &mut place[record_key(z[j], dtm[j]) as usize];
             let here = *p as usize;
@@ -1061,8 +1072,9 @@ struct Room {
 /// index order: the positions version 6 and 7 columns hold DTM and DTM50
 /// for. Gathered without a branch per position, as are the passes over
 /// them, since draws and decisive positions alternate unpredictably.
-fn decisive_indexes(z: &[u16]) -> Vec<u32> {
-    let mut out = vec![0u32; z.len()];
+fn decisive_indexes(z: &[u16], out: &mut Vec<u32>) {
+    out.clear();
+    out.resize(z.len(), 0);
     let mut k = 0;
     for (j, &v) in z.iter().enumerate() {
         out[k] = j as u32;
@@ -1070,7 +1082,31 @@ fn decisive_indexes(z: &[u16]) -> Vec<u32> {
         // `k <= j + 1`: the next store stays within `out`.
     }
     out.truncate(k);
-    out
+}
+
+/// Buffers a thread keeps from one block's decoding to the next, so that
+/// decoding allocates little more than the block it returns: fresh
+/// memory costs page faults on every cold probe.
+#[derive(Default)]
+struct DecodeScratch {
+    /// A column as zstd gives it back.
+    raw: Vec<u8>,
+    /// [`decisive_indexes`].
+    decisive: Vec<u32>,
+    records: Records,
+}
+
+/// [`Firsts::rebuild`]'s list, and what a version 7 column's reader
+/// gathers from its tail.
+#[derive(Default)]
+struct Records {
+    /// The won and lost positions whose DTM differs from DTZ50'', by `k`.
+    kept: Vec<u32>,
+    /// The records in the tail, by their place among the records.
+    tail_order: Vec<u16>,
+    /// Per record, where its change points start in `changes`, and how many.
+    found: Vec<(u32, u8)>,
+    changes: Vec<(u16, u8)>,
 }
 
 /// What version 6 and 7 DTM50 columns start with, per won or lost
@@ -1106,19 +1142,20 @@ impl<'a> Firsts<'a> {
 
     /// The block's DTM50 with one segment per position: a draw for each
     /// position neither won nor lost, the first value up to the last clock
-    /// for the others; and which of these (by `k`, ascending) have a DTM
-    /// other than their DTZ50'', whose whole functions the caller writes
-    /// over them (and then closes `overflow_start`).
-    fn rebuild(&self, room: Room) -> (Dtm50Data, Vec<u32>) {
-        self.rebuild_seeing(room, |_, _| {})
+    /// for the others; in `records`, which of these (by `k`, ascending)
+    /// have a DTM other than their DTZ50'', whose whole functions the
+    /// caller writes over them (and then closes `overflow_start`).
+    fn rebuild(&self, room: Room, records: &mut Vec<u32>) -> Dtm50Data {
+        self.rebuild_seeing(room, records, |_, _| {})
     }
 
     /// [`Firsts::rebuild`], showing `seen` each won or lost position's
     /// place and whether it is among those returned, in index order.
     #[inline(always)]
-    fn rebuild_seeing(&self, room: Room, mut seen: impl FnMut(usize, bool)) -> (Dtm50Data, Vec<u32>) {
+    fn rebuild_seeing(&self, room: Room, records: &mut Vec<u32>, mut seen: impl FnMut(usize, bool)) -> Dtm50Data {
         let mut inline = vec![DRAW as u32; self.z.len()];
-        let mut records = vec![0u32; self.decisive.len()];
+        records.clear();
+        records.resize(self.decisive.len(), 0);
         let mut r = 0;
         for k in 0..self.decisive.len() {
             let (j, value, last) = self.at(k);
@@ -1129,13 +1166,12 @@ impl<'a> Firsts<'a> {
             seen(j, record);
         }
         records.truncate(r);
-        let d = Dtm50Data {
+        Dtm50Data {
             inline,
             overflow_index: Vec::with_capacity(room.positions),
             overflow_start: Vec::with_capacity(room.positions + 1),
             segments: Vec::with_capacity(room.segments),
-        };
-        (d, records)
+        }
     }
 }
 
@@ -1288,7 +1324,12 @@ pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Par
     }
     let [dtz_len, dtm_len, _] = e.frame_bytes.map(|n| n as usize);
     let frames = [&data[..dtz_len], &data[dtz_len..dtz_len + dtm_len], &data[dtz_len + dtm_len..]];
-    let mut raw = Vec::new();
+    thread_local! {
+        static SCRATCH: std::cell::Cell<DecodeScratch> = std::cell::Cell::default();
+    }
+    // Taken, not borrowed: an error drops it, and the next decode starts
+    // afresh.
+    let DecodeScratch { mut raw, mut decisive, mut records } = SCRATCH.take();
     let column = |frame: &[u8], expected: Option<usize>, raw: &mut Vec<u8>| -> Result<(), String> {
         if frame.is_empty() {
             raw.clear();
@@ -1311,15 +1352,15 @@ pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Par
         };
         (dtm, dtm50)
     } else {
-        let decisive = decisive_indexes(&dtz);
+        decisive_indexes(&dtz, &mut decisive);
         let won_lost = decisive.len();
         column(frames[1], frames[1].is_empty().then(|| Columns::dtm_v6_zeros(won_lost)), &mut raw)?;
         let dtm = Columns::undtm_v6(&raw, &dtz, &decisive)?;
         let dtm50 = if blocks.has_dtm50 {
             column(frames[2], frames[2].is_empty().then(|| Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)), &mut raw)?;
             Some(match part {
-                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, &decisive)?,
-                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, &decisive)?,
+                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, &decisive, &mut records)?,
+                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, &decisive, &mut records)?,
             })
         } else {
             None
@@ -1335,6 +1376,7 @@ pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Par
         }
         rank
     });
+    SCRATCH.set(DecodeScratch { raw, decisive, records });
     Ok(DecodedBlock { dtz, dtm, dtm50, more_rank, part })
 }
 
@@ -1705,12 +1747,13 @@ mod tests {
             let range = b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len());
             let (dtz, dtm, d) = (&dtz[range.clone()], &dtm[range.clone()], d.slice(range));
             let z = Columns::dtz_v6(dtz);
-            let decisive = decisive_indexes(&z);
+            let (mut decisive, mut records) = (Vec::new(), Records::default());
+            decisive_indexes(&z, &mut decisive);
             let mut expected = Columns::undtm50_v6(&{
                 let mut column = Vec::new();
                 Columns::dtm50_v6(dtz, &z, dtm, &d, &mut column);
                 column
-            }, &z, dtm, &decisive)
+            }, &z, dtm, &decisive, &mut records)
             .unwrap();
             for j in 0..dtz.len() {
                 if dtz[j] == UNKNOWN {
@@ -1723,7 +1766,7 @@ mod tests {
                 let mut column = Vec::new();
                 Columns::dtm50_v7_held_bits(held_bits, dtz, &z, dtm, &d, &mut column);
                 assert_eq!(Dtm50Column::held_bits(column[0]), Some(held_bits.unwrap_or(chosen)), "block {b}, {held_bits:?}");
-                let mut got = Columns::undtm50_v6(&column, &z, dtm, &decisive).unwrap();
+                let mut got = Columns::undtm50_v6(&column, &z, dtm, &decisive, &mut records).unwrap();
                 for j in 0..dtz.len() {
                     if dtz[j] == UNKNOWN {
                         got.inline[j] = d.inline[j];
