@@ -789,9 +789,8 @@ impl Columns {
         let planes = rest.get(..3 * decisive.len()).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
         let mut d = firsts.rebuild(Room::default(), &mut records.kept);
-        for &k in &records.kept {
-            let (j, value, _) = firsts.at(k as usize);
-            d.inline[j] = Segment { value, max_clock: 0 }.pack();
+        for &Kept { j, value, .. } in &records.kept {
+            d.inline[j as usize] = Segment { value, max_clock: 0 }.pack();
         }
         d.overflow_start.push(0);
         Ok(d)
@@ -821,8 +820,7 @@ impl Columns {
         let mut change = [(0u16, 0u8); 100];
         let firsts = Firsts::new(planes, z, dtm, decisive);
         let mut d = firsts.rebuild(Room::default(), &mut records.kept);
-        for &k in &records.kept {
-            let (j, value, last) = firsts.at(k as usize);
+        for &Kept { j, value, last, .. } in &records.kept {
             let count = take(&mut points)? as usize;
             if count > change.len() {
                 return Err("more change points than clocks".into());
@@ -831,7 +829,7 @@ impl Columns {
                 let rise = read_rise(|| take(&mut points))?;
                 *c = (rise, take(&mut points)?);
             }
-            push_function(&mut d, j, value, last, &change[..count]);
+            push_function(&mut d, j as usize, value, last, &change[..count]);
         }
         d.overflow_start.push(d.segments.len() as u32);
         if !points.is_empty() {
@@ -937,16 +935,15 @@ impl Columns {
         let won_lost = decisive.len();
         let planes = bytes.get(..3 * won_lost).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
+        let mut d = firsts.rebuild_keyed(Room::default(), kept, record_key);
         // Where each key's records start in key order (a counting sort,
         // stable like the writer's); the records then take their places
-        // in index order as they are rebuilt. Counted as the first
-        // segments are written, the last slot taking the other positions'
-        // counts, so that no branch depends on the values.
-        let mut place = [0u16; RECORD_KEYS + 2];
-        let mut d = firsts.rebuild_seeing(Room::default(), kept, |j, record| {
-            place[if record { record_key(z[j], dtm[j]) as usize + 1 } else { RECORD_KEYS + 1 }] += 1;
-        });
-        for k in 1..=RECORD_KEYS {
+        // in index order as they are rebuilt.
+        let mut place = [0u16; RECORD_KEYS + 1];
+        for r in kept.iter() {
+            place[r.key as usize + 1] += 1;
+        }
+        for k in 1..place.len() {
             place[k] += place[k - 1];
         }
         let r = kept.len();
@@ -1034,9 +1031,9 @@ impl Columns {
         d.overflow_index.reserve(room.positions);
         d.overflow_start.reserve(room.positions + 1);
         d.segments.reserve(room.segments);
-        for &k in kept.iter() {
-            let (j, value, last) = firsts.at(k as usize);
-            let p = &mut place[record_key(z[j], dtm[j]) as usize];
+        for &Kept { j, value, key, last } in kept.iter() {
+            let j = j as usize;
+            let p = &mut place[key as usize];
             let here = *p as usize;
             *p += 1;
             match heads[here] {
@@ -1096,12 +1093,23 @@ struct DecodeScratch {
     records: Records,
 }
 
+/// A won or lost position whose DTM differs from DTZ50'': its place in
+/// the block, its first value and last clock, and its record's key
+/// ([`record_key`], where the reader asks for it).
+#[derive(Clone, Copy, Default)]
+struct Kept {
+    j: u32,
+    value: u16,
+    key: u16,
+    last: u8,
+}
+
 /// [`Firsts::rebuild`]'s list, and what a version 7 column's reader
 /// gathers from its tail.
 #[derive(Default)]
 struct Records {
-    /// The won and lost positions whose DTM differs from DTZ50'', by `k`.
-    kept: Vec<u32>,
+    /// The won and lost positions whose DTM differs from DTZ50''.
+    kept: Vec<Kept>,
     /// The records in the tail, by their place among the records.
     tail_order: Vec<u16>,
     /// Per record, where its change points start in `changes`, and how many.
@@ -1142,28 +1150,26 @@ impl<'a> Firsts<'a> {
 
     /// The block's DTM50 with one segment per position: a draw for each
     /// position neither won nor lost, the first value up to the last clock
-    /// for the others; in `records`, which of these (by `k`, ascending)
-    /// have a DTM other than their DTZ50'', whose whole functions the
-    /// caller writes over them (and then closes `overflow_start`).
-    fn rebuild(&self, room: Room, records: &mut Vec<u32>) -> Dtm50Data {
-        self.rebuild_seeing(room, records, |_, _| {})
+    /// for the others; in `records`, in index order, those of these whose
+    /// DTM differs from their DTZ50'', whose whole functions the caller
+    /// writes over them (and then closes `overflow_start`).
+    fn rebuild(&self, room: Room, records: &mut Vec<Kept>) -> Dtm50Data {
+        self.rebuild_keyed(room, records, |_, _| 0)
     }
 
-    /// [`Firsts::rebuild`], showing `seen` each won or lost position's
-    /// place and whether it is among those returned, in index order.
+    /// [`Firsts::rebuild`], each record with its `key` (of DTZ50'' and DTM).
     #[inline(always)]
-    fn rebuild_seeing(&self, room: Room, records: &mut Vec<u32>, mut seen: impl FnMut(usize, bool)) -> Dtm50Data {
+    fn rebuild_keyed(&self, room: Room, records: &mut Vec<Kept>, key: impl Fn(u16, u16) -> u16) -> Dtm50Data {
         let mut inline = vec![DRAW as u32; self.z.len()];
         records.clear();
-        records.resize(self.decisive.len(), 0);
+        records.resize(self.decisive.len(), Kept::default());
         let mut r = 0;
         for k in 0..self.decisive.len() {
             let (j, value, last) = self.at(k);
             inline[j] = Segment { value, max_clock: last }.pack();
-            let record = self.dtm[j] != self.z[j];
-            records[r] = k as u32;
-            r += record as usize;
-            seen(j, record);
+            let (vz, vm) = (self.z[j], self.dtm[j]);
+            records[r] = Kept { j: j as u32, value, key: key(vz, vm), last };
+            r += (vm != vz) as usize;
         }
         records.truncate(r);
         Dtm50Data {
