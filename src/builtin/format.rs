@@ -788,7 +788,7 @@ impl Columns {
         }
         let planes = rest.get(..3 * decisive.len()).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
-        let mut d = firsts.rebuild(Room::default(), &mut records.kept);
+        let mut d = firsts.rebuild(&mut records.kept);
         for &Kept { j, value, .. } in &records.kept {
             d.inline[j as usize] = Segment { value, max_clock: 0 }.pack();
         }
@@ -819,7 +819,7 @@ impl Columns {
         };
         let mut change = [(0u16, 0u8); 100];
         let firsts = Firsts::new(planes, z, dtm, decisive);
-        let mut d = firsts.rebuild(Room::default(), &mut records.kept);
+        let mut d = firsts.rebuild(&mut records.kept);
         for &Kept { j, value, last, .. } in &records.kept {
             let count = take(&mut points)? as usize;
             if count > change.len() {
@@ -935,7 +935,7 @@ impl Columns {
         let won_lost = decisive.len();
         let planes = bytes.get(..3 * won_lost).ok_or("DTM50 column too short")?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
-        let mut d = firsts.rebuild_keyed(Room::default(), kept, record_key);
+        let mut d = firsts.rebuild_keyed(kept, record_key);
         // Where each key's records start in key order (a counting sort,
         // stable like the writer's); the records then take their places
         // in index order as they are rebuilt.
@@ -1027,10 +1027,10 @@ impl Columns {
         // How many further segments there are is known before they are
         // rebuilt: a block of a 5-piece table can have tens of thousands,
         // which growing vectors copied over and over.
-        let room = Room { positions: single + tail_order.len(), segments: single + changes.len() };
-        d.overflow_index.reserve(room.positions);
-        d.overflow_start.reserve(room.positions + 1);
-        d.segments.reserve(room.segments);
+        let positions = single + tail_order.len();
+        d.overflow_index.reserve(positions);
+        d.overflow_start.reserve(positions + 1);
+        d.segments.reserve(single + changes.len());
         for &Kept { j, value, key, last } in kept.iter() {
             let j = j as usize;
             let p = &mut place[key as usize];
@@ -1055,14 +1055,6 @@ impl Columns {
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
     }
-}
-
-/// Room to reserve in a block's DTM50 for the positions with further
-/// segments and for those segments, where a column tells them beforehand.
-#[derive(Default, Clone, Copy)]
-struct Room {
-    positions: usize,
-    segments: usize,
 }
 
 /// The places in a block of its won and lost positions by DTZ50'', in
@@ -1153,13 +1145,13 @@ impl<'a> Firsts<'a> {
     /// for the others; in `records`, in index order, those of these whose
     /// DTM differs from their DTZ50'', whose whole functions the caller
     /// writes over them (and then closes `overflow_start`).
-    fn rebuild(&self, room: Room, records: &mut Vec<Kept>) -> Dtm50Data {
-        self.rebuild_keyed(room, records, |_, _| 0)
+    fn rebuild(&self, records: &mut Vec<Kept>) -> Dtm50Data {
+        self.rebuild_keyed(records, |_, _| 0)
     }
 
     /// [`Firsts::rebuild`], each record with its `key` (of DTZ50'' and DTM).
     #[inline(always)]
-    fn rebuild_keyed(&self, room: Room, records: &mut Vec<Kept>, key: impl Fn(u16, u16) -> u16) -> Dtm50Data {
+    fn rebuild_keyed(&self, records: &mut Vec<Kept>, key: impl Fn(u16, u16) -> u16) -> Dtm50Data {
         let mut inline = vec![DRAW as u32; self.z.len()];
         records.clear();
         records.resize(self.decisive.len(), Kept::default());
@@ -1172,12 +1164,9 @@ impl<'a> Firsts<'a> {
             r += (vm != vz) as usize;
         }
         records.truncate(r);
-        Dtm50Data {
-            inline,
-            overflow_index: Vec::with_capacity(room.positions),
-            overflow_start: Vec::with_capacity(room.positions + 1),
-            segments: Vec::with_capacity(room.segments),
-        }
+        // The further segments' vectors are empty: a caller that knows
+        // how many it writes reserves room for them.
+        Dtm50Data { inline, ..Dtm50Data::default() }
     }
 }
 
