@@ -25,7 +25,8 @@ fn shared() -> PathBuf {
 
 /// Every 7th reference position without an en-passant right (300).
 fn positions() -> Vec<Chess> {
-    let text = std::fs::read_to_string(shared().join("reference/chesstb-positions.jsonl")).expect("reference positions");
+    let text =
+        std::fs::read_to_string(shared().join("reference/chesstb-positions.jsonl")).expect("reference positions");
     text.lines()
         .step_by(7)
         .map(|l| {
@@ -98,7 +99,8 @@ fn bench(c: &mut Criterion) {
 
     // A stored DTM50 frame (KQKR, white to move): one LZ4 WDL block and one
     // LZMA pack block of a million positions decoded from a cold cache.
-    let cold_pos: Chess = "8/8/8/4k3/8/8/8/KQ5r w - - 0 1".parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
+    let cold_pos: Chess =
+        "8/8/8/4k3/8/8/8/KQ5r w - - 0 1".parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
     let mut group = c.benchmark_group("chesstb_cold");
     group.sample_size(10);
     group.bench_function("probe_with_block_decode", |b| {

@@ -20,13 +20,15 @@ fn bench(c: &mut Criterion) {
     let never = std::sync::atomic::AtomicBool::new(false);
     let mut group = c.benchmark_group("generate");
     group.sample_size(10);
-    group.bench_function("baseline_perft5", |b| {
-        b.iter(|| shakmaty::perft(black_box(&shakmaty::Chess::default()), 5))
-    });
+    group.bench_function("baseline_perft5", |b| b.iter(|| shakmaty::perft(black_box(&shakmaty::Chess::default()), 5)));
     for name in ["KRvK", "KQvK"] {
         let layout = Layout::new(&Material::parse(name).unwrap());
         group.bench_function(name, |b| {
-            b.iter(|| generate(black_box(&layout), &|board| store.lookup(board).map_err(String::from), true, &never).unwrap().legal_positions)
+            b.iter(|| {
+                generate(black_box(&layout), &|board| store.lookup(board).map_err(String::from), true, &never)
+                    .unwrap()
+                    .legal_positions
+            })
         });
     }
     group.finish();

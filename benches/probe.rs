@@ -103,7 +103,9 @@ fn random_positions(material: &str, n: usize, seed: &mut u64) -> Vec<Chess> {
         let mut setup = Setup::empty();
         for &p in &pieces {
             let mut sq = Square::new(next(64) as u32);
-            while setup.board.piece_at(sq).is_some() || (p.role == Role::Pawn && matches!(sq.rank(), shakmaty::Rank::First | shakmaty::Rank::Eighth)) {
+            while setup.board.piece_at(sq).is_some()
+                || (p.role == Role::Pawn && matches!(sq.rank(), shakmaty::Rank::First | shakmaty::Rank::Eighth))
+            {
                 sq = Square::new(next(64) as u32);
             }
             setup.board.set_piece_at(sq, p);

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Position};
-use tbserver::tablebase::Tablebases;
 use tbserver::search::{Limits, Score, SearchOptions, WithoutDtm, analyse};
+use tbserver::tablebase::Tablebases;
 
 fn shared() -> PathBuf {
     std::env::var_os("TBSERVER_SHARED_DIR")
@@ -30,21 +30,21 @@ fn pos(fen: &str) -> Chess {
 /// 5-piece table positions: every node is a table position, probed as the
 /// search's policy says (all but quiet horizon nodes).
 const NPS_POSITIONS: &[&str] = &[
-    "8/8/4k3/8/2R5/3P4/5r2/4K3 w - - 0 1",    // KRPvKR
-    "8/2k5/8/3r4/8/1B6/8/R3K3 w - - 0 1",     // KRBvKR
-    "8/8/2k5/8/8/5r2/8/R2RK3 w - - 0 1",       // KRRvKR
-    "8/8/3k4/8/8/3q4/1N6/3QK3 w - - 0 1",     // KQNvKQ
-    "6k1/8/8/8/3n4/8/1N1N4/4K3 w - - 0 1",    // KNNvKN
+    "8/8/4k3/8/2R5/3P4/5r2/4K3 w - - 0 1", // KRPvKR
+    "8/2k5/8/3r4/8/1B6/8/R3K3 w - - 0 1",  // KRBvKR
+    "8/8/2k5/8/8/5r2/8/R2RK3 w - - 0 1",   // KRRvKR
+    "8/8/3k4/8/8/3q4/1N6/3QK3 w - - 0 1",  // KQNvKQ
+    "6k1/8/8/8/3n4/8/1N1N4/4K3 w - - 0 1", // KNNvKN
 ];
 
 /// Positions with a known short mate, searched until the mate is proven exact
 /// with Syzygy only (no DTM table), so the search itself has to find it.
 const MATE_POSITIONS: &[&str] = &[
-    "k7/8/2K5/8/8/8/8/7R w - - 0 1",          // KRvK
-    "7k/8/5K2/8/8/8/8/Q7 w - - 0 1",          // KQvK
-    "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1",       // KBNvK, DTZ 24: exact by DTZ + parity
-    "8/8/8/8/8/2k5/8/K1q5 w - - 0 1",         // KvKQ, being mated
-    "6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1",    // KRBvKR
+    "k7/8/2K5/8/8/8/8/7R w - - 0 1",       // KRvK
+    "7k/8/5K2/8/8/8/8/Q7 w - - 0 1",       // KQvK
+    "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1",    // KBNvK, DTZ 24: exact by DTZ + parity
+    "8/8/8/8/8/2k5/8/K1q5 w - - 0 1",      // KvKQ, being mated
+    "6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1", // KRBvKR
 ];
 
 fn usable(t: &Tablebases, fen: &str) -> Option<Chess> {
@@ -118,7 +118,9 @@ fn bench(c: &mut Criterion) {
         let r = analyse(&p, &syzygy_only, &limits, &opts, &cancel, &mut |_| {});
         println!("{fen}: {:?} depth {} nodes {} {} ms stop {:?}", r.score, r.depth, r.nodes, r.elapsed_ms, r.stop);
         assert!(matches!(r.score, Score::Mate { .. }), "{fen}");
-        g.bench_function(*fen, |b| b.iter(|| black_box(analyse(&p, &syzygy_only, &limits, &opts, &cancel, &mut |_| {}))));
+        g.bench_function(*fen, |b| {
+            b.iter(|| black_box(analyse(&p, &syzygy_only, &limits, &opts, &cancel, &mut |_| {})))
+        });
     }
     g.finish();
 }

@@ -123,7 +123,10 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
 
 fn rss_kib(pid: u32) -> Option<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 #[tokio::main]
@@ -133,7 +136,12 @@ async fn main() {
     let base = args.get(1).expect(usage).trim_end_matches('/').to_owned();
     assert!(base.starts_with("http://127.0.0.1") || base.starts_with("http://localhost"), "loopback only");
     let pid: u32 = args.get(2).expect(usage).parse().expect("PID");
-    let fens: Vec<String> = std::fs::read_to_string(args.get(3).expect(usage)).expect("FEN file").lines().filter(|l| !l.trim().is_empty()).map(str::to_owned).collect();
+    let fens: Vec<String> = std::fs::read_to_string(args.get(3).expect(usage))
+        .expect("FEN file")
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
     let seconds: u64 = args.get(4).map_or(60, |s| s.parse().expect("SECONDS"));
     let connections: usize = args.get(5).map_or(256, |s| s.parse().expect("CONNECTIONS"));
     let rate: f64 = args.get(6).map_or(2000.0, |s| s.parse().expect("RATE"));
@@ -148,11 +156,13 @@ async fn main() {
 
     let mut tasks = Vec::new();
     for i in 0..connections + searchers {
-        let (base, fens, stats, searching) = (base.clone(), Arc::clone(&fens), Arc::clone(&stats), Arc::clone(&searching));
+        let (base, fens, stats, searching) =
+            (base.clone(), Arc::clone(&fens), Arc::clone(&stats), Arc::clone(&searching));
         let searcher = i >= connections;
         tasks.push(tokio::spawn(async move {
             // One client per task: its own connection (kept alive).
-            let client = reqwest::Client::builder().pool_max_idle_per_host(1).timeout(Duration::from_secs(15)).build().unwrap();
+            let client =
+                reqwest::Client::builder().pool_max_idle_per_host(1).timeout(Duration::from_secs(15)).build().unwrap();
             let mut rng = Rng(0x2545_f491_4f6c_dd1d ^ ((i as u64 + 1) * 0x9e37_79b9));
             // Spread the first requests over one interval.
             let mut next = Instant::now() + interval.mul_f64(rng.below(1000) as f64 / 1000.0);
@@ -175,7 +185,8 @@ async fn main() {
                 let result = match req.send().await {
                     Ok(r) => {
                         let status = r.status().as_u16();
-                        let text = r.bytes().await.map(|b| String::from_utf8_lossy(&b).chars().take(200).collect::<String>());
+                        let text =
+                            r.bytes().await.map(|b| String::from_utf8_lossy(&b).chars().take(200).collect::<String>());
                         text.map(|t| (status, t))
                     }
                     Err(e) => Err(e),
@@ -185,29 +196,29 @@ async fn main() {
                     searching.fetch_sub(1, Ordering::SeqCst);
                 }
                 let busy = {
-                let mut s = stats.lock().unwrap();
-                match result {
-                    Ok((status, text)) => {
-                        *s.outcomes.entry((class, status.to_string())).or_default() += 1;
-                        if !expected(class, status) && s.unexpected.len() < 20 {
-                            s.unexpected.push(format!("{class:?} {path:.80} → {status} {text}"));
-                        }
-                        if class == Class::Probe && status == 200 {
-                            s.probe_us_all.push(micros);
-                            if searches_running {
-                                s.probe_us_searching.push(micros);
+                    let mut s = stats.lock().unwrap();
+                    match result {
+                        Ok((status, text)) => {
+                            *s.outcomes.entry((class, status.to_string())).or_default() += 1;
+                            if !expected(class, status) && s.unexpected.len() < 20 {
+                                s.unexpected.push(format!("{class:?} {path:.80} → {status} {text}"));
                             }
+                            if class == Class::Probe && status == 200 {
+                                s.probe_us_all.push(micros);
+                                if searches_running {
+                                    s.probe_us_searching.push(micros);
+                                }
+                            }
+                            status == 503
                         }
-                        status == 503
-                    }
-                    Err(e) => {
-                        *s.outcomes.entry((class, "connection error".to_owned())).or_default() += 1;
-                        if s.unexpected.len() < 20 {
-                            s.unexpected.push(format!("{class:?} {path:.80} → {e:?}"));
+                        Err(e) => {
+                            *s.outcomes.entry((class, "connection error".to_owned())).or_default() += 1;
+                            if s.unexpected.len() < 20 {
+                                s.unexpected.push(format!("{class:?} {path:.80} → {e:?}"));
+                            }
+                            false
                         }
-                        false
                     }
-                }
                 };
                 if searcher && busy {
                     // Busy: come back after Retry-After, as a client should.
@@ -240,7 +251,10 @@ async fn main() {
         .filter(|((c, o), _)| o.starts_with('5') && !(*c == Class::Analyse && o == "503"))
         .map(|(_, n)| n)
         .sum();
-    println!("duration {elapsed:.1} s, {connections} paced connections (+{searchers} searching), {total} requests, {:.0} req/s", total as f64 / elapsed);
+    println!(
+        "duration {elapsed:.1} s, {connections} paced connections (+{searchers} searching), {total} requests, {:.0} req/s",
+        total as f64 / elapsed
+    );
     let mut by_class: BTreeMap<Class, Vec<String>> = BTreeMap::new();
     for ((class, outcome), n) in &s.outcomes {
         by_class.entry(*class).or_default().push(format!("{outcome}: {n}"));
@@ -256,7 +270,10 @@ async fn main() {
         percentile(&s.probe_us_all, 0.5),
         percentile(&s.probe_us_all, 0.99),
     );
-    println!("resident memory (MiB, every second): {}", rss.iter().map(|k| format!("{:.0}", *k as f64 / 1024.0)).collect::<Vec<_>>().join(" "));
+    println!(
+        "resident memory (MiB, every second): {}",
+        rss.iter().map(|k| format!("{:.0}", *k as f64 / 1024.0)).collect::<Vec<_>>().join(" ")
+    );
     println!("connection errors: {connection_errors}; unexpected 5xx: {unexpected_5xx}");
     for u in &s.unexpected {
         println!("  unexpected: {u}");

@@ -5,7 +5,11 @@
 
 use std::time::Instant;
 
-use tbserver::{config::{BuiltinMode, Config, SyzygyIo}, probe, request::parse_fen};
+use tbserver::{
+    config::{BuiltinMode, Config, SyzygyIo},
+    probe,
+    request::parse_fen,
+};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();

@@ -104,7 +104,8 @@ impl Pipeline {
             let body = axum::body::to_bytes(response.into_body(), 64 << 20).await.expect("body completes");
             (status, content_type.unwrap_or_default(), body)
         });
-        let json = content_type.starts_with("application/json").then(|| serde_json::from_slice::<serde_json::Value>(&body));
+        let json =
+            content_type.starts_with("application/json").then(|| serde_json::from_slice::<serde_json::Value>(&body));
         if status.is_client_error() || status.is_server_error() {
             let value = match json {
                 Some(Ok(v)) => v,
@@ -151,7 +152,8 @@ impl ChesstbDamage {
         let mut files = Vec::new();
         for kind in ["wdl", "dtz", "dtm", "dtm50", "dtc"] {
             std::fs::create_dir_all(work.join(kind)).unwrap();
-            for entry in std::fs::read_dir(chesstb.join(kind)).unwrap_or_else(|e| panic!("{}: {e}", chesstb.display())) {
+            for entry in std::fs::read_dir(chesstb.join(kind)).unwrap_or_else(|e| panic!("{}: {e}", chesstb.display()))
+            {
                 let path = entry.unwrap().path();
                 let name = path.file_name().unwrap().to_string_lossy().into_owned();
                 if (name.starts_with("KQK.") || name.starts_with("KPK.")) && !name.ends_with(".info") {
@@ -194,9 +196,14 @@ impl ChesstbDamage {
         }
         std::fs::write(path, &bytes).unwrap();
         let damaged = path.file_name().unwrap().to_string_lossy()[..3].to_owned();
-        let source = tbserver::sources::chesstb::ChesstbSource::open(&[self.work.clone()], 1 << 20, tbserver::chesstb::DEFAULT_MAX_OPEN_FILES);
+        let source = tbserver::sources::chesstb::ChesstbSource::open(
+            &[self.work.clone()],
+            1 << 20,
+            tbserver::chesstb::DEFAULT_MAX_OPEN_FILES,
+        );
         for fen in CHESSTB_FENS {
-            let pos: shakmaty::Chess = fen.parse::<shakmaty::fen::Fen>().unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
+            let pos: shakmaty::Chess =
+                fen.parse::<shakmaty::fen::Fen>().unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
             let wdl = source.probe_wdl(&pos);
             let _ = source.probe_dtz(&pos);
             let _ = source.probe_dtm_plies(&pos);

@@ -7,7 +7,9 @@ use crate::{
     config::BuiltinMode,
     config::Config,
     domain::Source,
-    sources::{TableSource, builtin::BuiltinSource, chesstb::ChesstbSource, gaviota::GaviotaSource, syzygy::SyzygySource},
+    sources::{
+        TableSource, builtin::BuiltinSource, chesstb::ChesstbSource, gaviota::GaviotaSource, syzygy::SyzygySource,
+    },
     tablebase::Tablebases,
 };
 
@@ -66,7 +68,11 @@ fn file_sources(config: &Config, rescan: bool) -> Vec<Arc<dyn TableSource>> {
         }));
     }
     if !config.chesstb.is_empty() {
-        sources.push(Arc::new(ChesstbSource::open(&config.chesstb, config.chesstb_cache_mib << 20, config.chesstb_max_open_files)));
+        sources.push(Arc::new(ChesstbSource::open(
+            &config.chesstb,
+            config.chesstb_cache_mib << 20,
+            config.chesstb_max_open_files,
+        )));
     }
     sources
 }

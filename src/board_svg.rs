@@ -37,13 +37,7 @@ pub struct SvgOptions {
 
 impl Default for SvgOptions {
     fn default() -> Self {
-        SvgOptions {
-            size: DEFAULT_SIZE,
-            orientation: Color::White,
-            check: None,
-            lastmove: None,
-            coordinates: true,
-        }
+        SvgOptions { size: DEFAULT_SIZE, orientation: Color::White, check: None, lastmove: None, coordinates: true }
     }
 }
 
@@ -158,10 +152,8 @@ pub fn render(board: &Board, opts: &SvgOptions) -> String {
     for sq in Square::ALL {
         if sq.is_dark() {
             let (x, y) = square_origin(sq, opts.orientation);
-            let _ = write!(
-                s,
-                r#"<rect x="{x}" y="{y}" width="{SQ}" height="{SQ}" fill="{DARK}" class="square dark"/>"#
-            );
+            let _ =
+                write!(s, r#"<rect x="{x}" y="{y}" width="{SQ}" height="{SQ}" fill="{DARK}" class="square dark"/>"#);
         }
     }
 

@@ -160,14 +160,23 @@ fn change(before: Dtm50, after: Dtm50) -> Option<Dtm50Change> {
     let kind = match (result(before), result(after)) {
         (b, a) if b == a && (b == 0 || before.plies == after.plies) => return None,
         (b, a) if b == a => {
-            if after.plies.abs() > before.plies.abs() { ChangeKind::LongerMate } else { ChangeKind::ShorterMate }
+            if after.plies.abs() > before.plies.abs() {
+                ChangeKind::LongerMate
+            } else {
+                ChangeKind::ShorterMate
+            }
         }
         (1, _) => ChangeKind::WinToDraw,
         (-1, _) => ChangeKind::LossToDraw,
         (_, 1) => ChangeKind::DrawToWin,
         _ => ChangeKind::DrawToLoss,
     };
-    Some(Dtm50Change { halfmove_clock: after.halfmove_clock, kind, before_plies: before.plies, after_plies: after.plies })
+    Some(Dtm50Change {
+        halfmove_clock: after.halfmove_clock,
+        kind,
+        before_plies: before.plies,
+        after_plies: after.plies,
+    })
 }
 
 // The SVG chart: plot area and margins in SVG units.
@@ -233,7 +242,8 @@ pub fn render_svg(chart: &Dtm50ByClock) -> String {
         escape(&chart.fen),
         chart.halfmove_clock
     );
-    let _ = write!(s, "<title>DTM50 by half-move clock for {} ({} to move)</title>", escape(&chart.fen), side_label(turn));
+    let _ =
+        write!(s, "<title>DTM50 by half-move clock for {} ({} to move)</title>", escape(&chart.fen), side_label(turn));
     s.push_str(r##"<rect width="100%" height="100%" fill="#ffffff"/>"##);
     let _ = write!(
         s,
@@ -266,7 +276,8 @@ pub fn render_svg(chart: &Dtm50ByClock) -> String {
     s.push_str("</g>");
     let _ = write!(s, r##"<g class="labels" fill="#555" font-size="11">"##);
     for moves in (0..=top_moves).step_by(tick_moves as usize) {
-        let _ = write!(s, r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{moves}</text>"##, LEFT - 6.0, y(moves) + 4.0);
+        let _ =
+            write!(s, r##"<text x="{:.1}" y="{:.1}" text-anchor="end">{moves}</text>"##, LEFT - 6.0, y(moves) + 4.0);
     }
     for clock in (0..=CLOCKS).step_by(10) {
         let _ = write!(
@@ -373,7 +384,10 @@ mod tests {
         assert_eq!(change(at(-139, 10), at(-139, 11)), None);
         assert_eq!(change(at(0, 10), at(0, 11)), None);
         let longer = change(at(-139, 10), at(-143, 11)).unwrap();
-        assert_eq!((longer.kind, longer.halfmove_clock, longer.before_plies, longer.after_plies), (ChangeKind::LongerMate, 11, -139, -143));
+        assert_eq!(
+            (longer.kind, longer.halfmove_clock, longer.before_plies, longer.after_plies),
+            (ChangeKind::LongerMate, 11, -139, -143)
+        );
         assert_eq!(change(at(31, 69), at(0, 70)).unwrap().kind, ChangeKind::WinToDraw);
         assert_eq!(change(at(-31, 69), at(0, 70)).unwrap().kind, ChangeKind::LossToDraw);
         // A checkmated side (0 plies, decided) stays mated at every clock.

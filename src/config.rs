@@ -265,7 +265,8 @@ pub enum ConfigError {
 
 impl Config {
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.to_owned(), source })?;
         toml::from_str(&text).map_err(|source| ConfigError::Parse { path: path.to_owned(), source })
     }
 
@@ -322,7 +323,8 @@ impl Config {
         let (token, from) = match (&self.admin_token, &self.admin_token_file) {
             (Some(token), _) => (token.trim().to_owned(), "TBSERVER_ADMIN_TOKEN".to_owned()),
             (None, Some(path)) => {
-                let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
+                let text =
+                    std::fs::read_to_string(path).map_err(|source| ConfigError::Read { path: path.clone(), source })?;
                 (text.lines().next().unwrap_or_default().trim().to_owned(), path.display().to_string())
             }
             (None, None) => return Ok(None),

@@ -146,11 +146,7 @@ pub struct Dtm {
 
 impl Dtm {
     pub fn from_plies(plies: i32) -> Dtm {
-        Dtm {
-            plies,
-            mate_in_moves: plies.signum() * ((plies.abs() + 1) / 2),
-            ignores_50_move_rule: true,
-        }
+        Dtm { plies, mate_in_moves: plies.signum() * ((plies.abs() + 1) / 2), ignores_50_move_rule: true }
     }
 }
 

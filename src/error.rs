@@ -27,7 +27,9 @@ pub enum ApiError {
     MissingTable { material: String, missing: String },
     /// The position's material has tables, but none with exact DTM50 (the
     /// clock chart needs it).
-    #[error("no DTM50 table covers {material}: exact DTM50 comes from built-in tables (up to 4 pieces; 5 once generated) and chesstb tables")]
+    #[error(
+        "no DTM50 table covers {material}: exact DTM50 comes from built-in tables (up to 4 pieces; 5 once generated) and chesstb tables"
+    )]
     NoDtm50Table { material: String },
     #[error("{0}")]
     Table(TableError),
@@ -248,8 +250,7 @@ pub struct ErrorDetail {
 /// The `code` field's schema: a string, with every code and its status
 /// listed from [`ApiError::examples`].
 fn code_schema() -> utoipa::openapi::schema::Object {
-    let codes: Vec<String> =
-        ApiError::examples().iter().map(|e| format!("`{}` ({})", e.code(), e.status())).collect();
+    let codes: Vec<String> = ApiError::examples().iter().map(|e| format!("`{}` ({})", e.code(), e.status())).collect();
     utoipa::openapi::schema::ObjectBuilder::new()
         .schema_type(utoipa::openapi::schema::Type::String)
         .description(Some(format!(

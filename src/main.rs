@@ -254,7 +254,9 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     config.admin_token = config.resolve_admin_token().map_err(|e| e.to_string())?;
     match &config.admin_token {
         Some(_) => tracing::info!("operator actions (generating tables) need the admin token"),
-        None => tracing::info!("no admin token: operator actions (generating tables) are open to loopback clients only"),
+        None => {
+            tracing::info!("no admin token: operator actions (generating tables) are open to loopback clients only")
+        }
     }
     let tablebases = Arc::new(app::open_for_server(&config));
     let state = http::Shared::new(tablebases, config);
@@ -303,7 +305,8 @@ fn generate(
     if !(3..=material::MAX_PIECES).contains(&pieces) {
         return Err(format!("--pieces {pieces}: built-in tables have 3 to {} pieces", material::MAX_PIECES));
     }
-    let not_a_table = |name: &str| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES);
+    let not_a_table =
+        |name: &str| format!("{name}: not a table name like KRBvKQ with 3 to {} pieces", material::MAX_PIECES);
     let mut targets = Vec::new();
     if let Some(list) = &list {
         let text = std::fs::read_to_string(list).map_err(|e| format!("--list {}: {e}", list.display()))?;
@@ -317,7 +320,8 @@ fn generate(
             return Err(format!("--list {}: no table names in it", list.display()));
         }
         for (line, name) in names {
-            let m = Material::parse_table(name).ok_or_else(|| format!("--list {} line {line}: {}", list.display(), not_a_table(name)))?;
+            let m = Material::parse_table(name)
+                .ok_or_else(|| format!("--list {} line {line}: {}", list.display(), not_a_table(name)))?;
             targets.push(m);
         }
     }
@@ -334,7 +338,10 @@ fn generate(
     init_logging(LogFormat::Human);
     let out = out.unwrap_or(config.builtin.dir);
     let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
-    let compression = compression.as_deref().map_or(Some(config.builtin.compression), builtin::format::Compression::parse).expect("clap checks the name");
+    let compression = compression
+        .as_deref()
+        .map_or(Some(config.builtin.compression), builtin::format::Compression::parse)
+        .expect("clap checks the name");
     let summary = if split.wave.is_some() || split.shard.is_some() {
         let part = builtin::part_of(&targets, split.wave, split.shard).map_err(|e| e.to_string())?;
         if part.is_empty() {
@@ -353,11 +360,15 @@ fn convert(tables: Vec<String>, dir: Option<PathBuf>, compression: Option<String
     let config = load_config(&TableArgs::default())?;
     let dir = dir.unwrap_or(config.builtin.dir);
     let recompress = compression.is_some();
-    let compression = compression.as_deref().map_or(Some(config.builtin.compression), format::Compression::parse).expect("clap checks the name");
+    let compression = compression
+        .as_deref()
+        .map_or(Some(config.builtin.compression), format::Compression::parse)
+        .expect("clap checks the name");
     let mut names = tables;
     if names.is_empty() {
         let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        names = entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".tbsb").map(String::from)).collect();
+        names =
+            entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".tbsb").map(String::from)).collect();
         names.sort();
     }
     let (mut converted, mut failed, mut before, mut after) = (0, 0, 0u64, 0u64);
@@ -382,7 +393,10 @@ fn convert(tables: Vec<String>, dir: Option<PathBuf>, compression: Option<String
             }
         }
     }
-    println!("{converted} tables converted ({before} -> {after} bytes), {failed} failed, {} already current", names.len() - converted - failed);
+    println!(
+        "{converted} tables converted ({before} -> {after} bytes), {failed} failed, {} already current",
+        names.len() - converted - failed
+    );
     if failed > 0 { Err(format!("{failed} tables not converted")) } else { Ok(()) }
 }
 

@@ -27,11 +27,8 @@ pub fn by_color(board: &Board) -> String {
 /// The stronger side first, as table files are named: `KRvKB` for either colour.
 pub fn normalized(board: &Board) -> String {
     let m = board.material();
-    let (strong, weak) = if strength(&m.white) >= strength(&m.black) {
-        (&m.white, &m.black)
-    } else {
-        (&m.black, &m.white)
-    };
+    let (strong, weak) =
+        if strength(&m.white) >= strength(&m.black) { (&m.white, &m.black) } else { (&m.black, &m.white) };
     format!("{}v{}", side_key(strong), side_key(weak))
 }
 
@@ -39,7 +36,8 @@ pub fn normalized(board: &Board) -> String {
 /// role and side, stronger side in the high bits. Never 0 (kings count).
 pub fn normalized_key(board: &Board) -> u64 {
     let m = board.material();
-    let (strong, weak) = if strength(&m.white) >= strength(&m.black) { (&m.white, &m.black) } else { (&m.black, &m.white) };
+    let (strong, weak) =
+        if strength(&m.white) >= strength(&m.black) { (&m.white, &m.black) } else { (&m.black, &m.white) };
     [strong, weak]
         .iter()
         .flat_map(|side| ROLES_BY_VALUE.map(|role| *side.get(role)))

@@ -190,7 +190,9 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
     }
 
     let clock = pos.halfmoves();
-    if let Some(DtzFound { dtz: Sourced { value: dtz, source }, rounded_in }) = info.take(Field::Dtz50, tb.dtz_found(pos)) {
+    if let Some(DtzFound { dtz: Sourced { value: dtz, source }, rounded_in }) =
+        info.take(Field::Dtz50, tb.dtz_found(pos))
+    {
         let wdl = Wdl::from_dtz_after_zeroing(dtz);
         let dtz50 = Dtz50 { rounded_in, ..Dtz50::from_syzygy(dtz) };
         info.wdl50 = Some(wdl50_value(wdl));
@@ -310,7 +312,10 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
         return Err(ApiError::Table(err.clone()));
     }
     if !info.is_known() {
-        return Err(ApiError::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) });
+        return Err(ApiError::MissingTable {
+            material: material::normalized(pos.board()),
+            missing: missing_names(tb, pos),
+        });
     }
     let moves = move_infos(tb, pos, order);
     Ok(ProbeAnswer {
@@ -340,7 +345,8 @@ pub(crate) fn api_error(tb: &Tablebases, err: Unanswered) -> ApiError {
     match err {
         Unanswered::Broken(err) => ApiError::Table(err),
         Unanswered::Generating { material } => {
-            let progress = tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
+            let progress =
+                tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
             ApiError::Generating(Box::new(progress))
         }
     }
@@ -372,8 +378,7 @@ pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInf
 /// `pos.legal_moves()` (the lichess-compatible endpoints sort them as
 /// lichess does, ties included).
 pub fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
-    pos
-        .legal_moves()
+    pos.legal_moves()
         .into_iter()
         .map(|m| {
             let mut after = pos.clone();
@@ -439,7 +444,14 @@ pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
         let (dtm, dtm_tie) = if order == MoveOrder::ZeroingFirst { (None, dtm) } else { (dtm, None) };
         let dtz = mv.after.dtz50.map_or(i32::MAX, |d| d.plies.abs());
         let key = if rank <= 2 {
-            (!mv.after.checkmate, dtm50.unwrap_or(i32::MAX), dtm.unwrap_or(i32::MAX), !mv.zeroing, dtz, dtm_tie.unwrap_or(i32::MAX))
+            (
+                !mv.after.checkmate,
+                dtm50.unwrap_or(i32::MAX),
+                dtm.unwrap_or(i32::MAX),
+                !mv.zeroing,
+                dtz,
+                dtm_tie.unwrap_or(i32::MAX),
+            )
         } else if (4..=6).contains(&rank) {
             (
                 false,
@@ -667,6 +679,8 @@ pub fn dtz_best_move(tb: &Tablebases, pos: &Chess) -> Result<Option<(Move, Maybe
     }
     Ok(candidates
         .into_iter()
-        .min_by_key(|&(m, dtz, mate)| (Reverse(mate), m.is_zeroing() ^ dtz.is_negative(), Reverse(dtz.ignore_rounding())))
+        .min_by_key(|&(m, dtz, mate)| {
+            (Reverse(mate), m.is_zeroing() ^ dtz.is_negative(), Reverse(dtz.ignore_rounding()))
+        })
         .map(|(m, dtz, _)| (m, dtz)))
 }

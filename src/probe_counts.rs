@@ -19,7 +19,8 @@ pub enum ProbeMetric {
 }
 
 impl ProbeMetric {
-    const ALL: [ProbeMetric; 5] = [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm, ProbeMetric::Dtm50, ProbeMetric::Dtc];
+    const ALL: [ProbeMetric; 5] =
+        [ProbeMetric::Wdl, ProbeMetric::Dtz, ProbeMetric::Dtm, ProbeMetric::Dtm50, ProbeMetric::Dtc];
 
     pub fn as_str(self) -> &'static str {
         match self {
@@ -110,7 +111,12 @@ impl ProbeCounts {
             .collect();
         let overflow = self.overflow.load(Ordering::Relaxed);
         if overflow > 0 {
-            counts.push(ProbeCount { source: Source::Rules, table: "other".into(), metric: ProbeMetric::Wdl, count: overflow });
+            counts.push(ProbeCount {
+                source: Source::Rules,
+                table: "other".into(),
+                metric: ProbeMetric::Wdl,
+                count: overflow,
+            });
         }
         counts
     }

@@ -43,9 +43,14 @@ pub fn parse_position(fen: &str) -> Result<Chess, ApiError> {
         // aligned sliders); they are still well defined, so answer them.
         .or_else(|err| err.ignore_impossible_check())
         // shakmaty's text starts with "illegal position: " already.
-        .map_err(|err| ApiError::IllegalPosition(err.to_string().trim_start_matches("illegal position: ").to_owned()))?;
+        .map_err(|err| {
+            ApiError::IllegalPosition(err.to_string().trim_start_matches("illegal position: ").to_owned())
+        })?;
     if pos.halfmoves() > MAX_HALFMOVE_CLOCK {
-        return Err(ApiError::InvalidFen(format!("half-move clock {} is larger than {MAX_HALFMOVE_CLOCK}", pos.halfmoves())));
+        return Err(ApiError::InvalidFen(format!(
+            "half-move clock {} is larger than {MAX_HALFMOVE_CLOCK}",
+            pos.halfmoves()
+        )));
     }
     Ok(pos)
 }
@@ -78,7 +83,10 @@ mod tests {
         // Invalid castling rights are dropped rather than rejected.
         assert!(parse_fen("4k3/8/8/8/8/8/8/4K3 w KQ - 0 1").is_ok());
         // Valid ones are kept where the caller accepts them.
-        assert_eq!(normalized_fen(&parse_position("4k3/8/8/8/8/8/8/4K2R w KQ - 0 1").unwrap()), "4k3/8/8/8/8/8/8/4K2R w K - 0 1");
+        assert_eq!(
+            normalized_fen(&parse_position("4k3/8/8/8/8/8/8/4K2R w KQ - 0 1").unwrap()),
+            "4k3/8/8/8/8/8/8/4K2R w K - 0 1"
+        );
         // More material than a game can have is illegal, whatever the tables.
         let crowded = "qqqqkqqq/qqqqqqqq/8/8/8/8/QQQQQQQQ/QQQQKQQQ w - - 0 1";
         assert_eq!(parse_position(crowded).unwrap_err().to_string(), "illegal position: too much material");

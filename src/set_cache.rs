@@ -173,7 +173,9 @@ mod tests {
         let one_set = Cache::SET_BYTES;
         // Four keys, values and clocks, and the set's own clock and lock.
         assert!(one_set >= 4 * (16 + 2 + 8) + 8, "{one_set}");
-        for none in [Cache::with_max_bytes(one_set - 1), Cache::with_max_entries(WAYS as u64 - 1), Cache::with_max_bytes(0)] {
+        for none in
+            [Cache::with_max_bytes(one_set - 1), Cache::with_max_entries(WAYS as u64 - 1), Cache::with_max_bytes(0)]
+        {
             assert!(none.is_empty());
             assert_eq!(none.insert(7, 1), None);
             assert_eq!(none.get(&7), None);

@@ -112,7 +112,9 @@ impl Tablebases {
     /// move of every endpoint (and the search) gets the exact value.
     pub fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
         let Some(first) = self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))? else { return Ok(None) };
-        let MaybeRounded::Rounded(rounded) = first.value else { return Ok(Some(DtzFound { dtz: first, rounded_in: None })) };
+        let MaybeRounded::Rounded(rounded) = first.value else {
+            return Ok(Some(DtzFound { dtz: first, rounded_in: None }));
+        };
         Ok(Some(match self.exact_dtz(pos, first.source, rounded) {
             Some(exact) => DtzFound { dtz: exact, rounded_in: Some(first.source) },
             None => DtzFound { dtz: first, rounded_in: None },
@@ -161,7 +163,10 @@ impl Tablebases {
 
     /// The statistics of the table of `material` (canonical), from the first
     /// source that keeps them.
-    pub fn table_stats(&self, material: &crate::builtin::Material) -> ProbeResult<Sourced<Arc<crate::builtin::stats::TableStats>>> {
+    pub fn table_stats(
+        &self,
+        material: &crate::builtin::Material,
+    ) -> ProbeResult<Sourced<Arc<crate::builtin::stats::TableStats>>> {
         let mut error = None;
         for source in &self.sources {
             match source.table_stats(material) {
@@ -203,8 +208,12 @@ impl Tablebases {
         &self,
         material: &crate::builtin::Material,
         start: bool,
-    ) -> Option<Result<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress), crate::builtin::budget::Refusal>>
-    {
+    ) -> Option<
+        Result<
+            (crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress),
+            crate::builtin::budget::Refusal,
+        >,
+    > {
         self.sources.iter().find_map(|s| s.generation(material, start))
     }
 

@@ -57,7 +57,9 @@ pub fn verify_dir(dir: &Path, deep_samples: usize) -> std::io::Result<Vec<FileRe
                 None => (vec![format!("{stem:?} is not a canonical material name")], "name".to_owned()),
                 Some(material) => match builtin.table(&material) {
                     Err(e) => (vec![e], "header and block index".to_owned()),
-                    Ok(t) => (t.damaged_blocks(), format!("header, block index and {} block checksums", t.block_count())),
+                    Ok(t) => {
+                        (t.damaged_blocks(), format!("header, block index and {} block checksums", t.block_count()))
+                    }
                 },
             };
             reports.push(FileReport { name, source: Source::Builtin, checked, problems });

@@ -39,7 +39,11 @@ fn analyse_proves_the_kbnk_mate_and_streams_depths() {
 fn too_many_searches_get_503_with_retry_after() {
     let Some(server) = TestServer::with_shared_tables() else { return };
     // A position beyond the tables: every search runs for its whole budget.
-    let url = format!("{}/api/v1/analyse?fen={}&movetime_ms=1500", server.base, enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1"));
+    let url = format!(
+        "{}/api/v1/analyse?fen={}&movetime_ms=1500",
+        server.base,
+        enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1")
+    );
     let handles: Vec<_> = (0..4)
         .map(|_| {
             let url = url.clone();

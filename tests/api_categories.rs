@@ -36,7 +36,8 @@ fn category_follows_clock_and_rounding() {
         let d = dtz.unsigned_abs() as u32;
         let at_zero = probe(&server, fen);
         let exact = at_zero["dtz50"]["rounding"] == "exact";
-        let (win, maybe, cursed) = if dtz > 0 { ("win", "maybe-win", "cursed-win") } else { ("loss", "maybe-loss", "blessed-loss") };
+        let (win, maybe, cursed) =
+            if dtz > 0 { ("win", "maybe-win", "cursed-win") } else { ("loss", "maybe-loss", "blessed-loss") };
         assert_eq!(at_zero["category"], win, "{fen}");
         // One ply before the edge: always decisive.
         assert_eq!(probe(&server, &with_clock(fen, 99 - d))["category"], win, "{fen} at clock {}", 99 - d);
@@ -49,7 +50,13 @@ fn category_follows_clock_and_rounding() {
         assert_eq!(edge["wdl50"], at_zero["wdl50"]);
         checked[usize::from(dtz < 0) * 2 + usize::from(exact)] += 1;
     }
-    report!("clock rules checked: wins rounded {} exact {}, losses rounded {} exact {}", checked[0], checked[1], checked[2], checked[3]);
+    report!(
+        "clock rules checked: wins rounded {} exact {}, losses rounded {} exact {}",
+        checked[0],
+        checked[1],
+        checked[2],
+        checked[3]
+    );
     assert!(checked.iter().all(|&n| n > 0), "every combination must be covered: {checked:?}");
 }
 
@@ -82,7 +89,10 @@ fn metrics_reference_positions() {
 fn terminal_positions_are_decided_by_the_rules() {
     let Some(server) = TestServer::with_shared_tables() else { return };
     let mate = probe(&server, "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1");
-    assert_eq!((mate["checkmate"].clone(), mate["category"].clone(), mate["wdl50"].clone()), (Value::Bool(true), "loss".into(), (-2).into()));
+    assert_eq!(
+        (mate["checkmate"].clone(), mate["category"].clone(), mate["wdl50"].clone()),
+        (Value::Bool(true), "loss".into(), (-2).into())
+    );
     assert_eq!(mate["moves"].as_array().unwrap().len(), 0);
     let stalemate = probe(&server, "7k/5Q2/6K1/8/8/8/8/8 b - - 0 1");
     assert_eq!((stalemate["stalemate"].clone(), stalemate["category"].clone()), (Value::Bool(true), "draw".into()));

@@ -29,7 +29,11 @@ fn every_error_code_has_its_status() {
     assert!(message.starts_with("illegal position: ") && message.matches("illegal position").count() == 1, "{message}");
     check(illegal, 422, "illegal_position");
     check(server.get(&format!("/api/v1/probe?fen={}", enc("4k3/8/8/8/8/8/8/4K2R w K - 0 1"))), 422, "castling_rights");
-    check(server.get(&format!("/api/v1/probe?fen={}", enc("4k3/pppp4/8/8/8/8/PPPP4/4K3 w - - 0 1"))), 422, "too_many_pieces");
+    check(
+        server.get(&format!("/api/v1/probe?fen={}", enc("4k3/pppp4/8/8/8/8/PPPP4/4K3 w - - 0 1"))),
+        422,
+        "too_many_pieces",
+    );
     // KQQvKQ is not among the shared 5-piece tables.
     let (status, body) = server.get(&format!("/api/v1/probe?fen={}", enc("4k3/7q/8/8/8/8/QQ6/4K3 w - - 0 1")));
     assert!(body["error"]["message"].as_str().unwrap().contains("KQQvKQ.rtbw"), "names the table: {body}");
@@ -47,7 +51,8 @@ fn every_error_code_has_its_status() {
 #[test]
 fn batch_answers_in_order_with_errors_inline() {
     let Some(server) = TestServer::with_shared_tables() else { return };
-    let body = serde_json::json!({ "fens": ["8/8/8/4k3/8/8/8/KR6 w - - 0 1", "garbage", "8/8/8/4k3/8/8/8/KQ6 b - - 0 1"] });
+    let body =
+        serde_json::json!({ "fens": ["8/8/8/4k3/8/8/8/KR6 w - - 0 1", "garbage", "8/8/8/4k3/8/8/8/KQ6 b - - 0 1"] });
     let (status, answer) = server.post("/api/v1/probe", &body.to_string());
     assert_eq!(status, 200, "{answer}");
     let results = answer["results"].as_array().unwrap();
@@ -86,7 +91,8 @@ fn broken_table_fails_cleanly() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["category"], "win");
     let (_, tables) = server.get("/api/v1/tables");
-    let bad: Vec<&Value> = tables["tables"].as_array().unwrap().iter().filter(|t| !t["problems"].as_array().unwrap().is_empty()).collect();
+    let bad: Vec<&Value> =
+        tables["tables"].as_array().unwrap().iter().filter(|t| !t["problems"].as_array().unwrap().is_empty()).collect();
     // KBvK at start-up; KQvK once a probe found it broken.
     assert_eq!(bad.len(), 2, "{tables}");
     assert_eq!(bad[0]["name"], "KBvK.rtbw");
@@ -107,12 +113,19 @@ fn builtin_tables_alone_answer_four_pieces() {
     // KRvK and KPvK: small enough to generate on first use in a test.
     let (status, a) = server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1")));
     assert_eq!(status, 200, "{a}");
-    assert_eq!((a["sources"]["wdl50"].as_str(), a["sources"]["dtz50"].as_str(), a["sources"]["dtm"].as_str()), (Some("builtin"), Some("builtin"), Some("builtin")));
+    assert_eq!(
+        (a["sources"]["wdl50"].as_str(), a["sources"]["dtz50"].as_str(), a["sources"]["dtm"].as_str()),
+        (Some("builtin"), Some("builtin"), Some("builtin"))
+    );
     assert_eq!(a["dtz50"]["rounding"], "exact");
     assert_eq!(a["dtm"]["plies"], 29);
     let (status, a) = server.get(&format!("/api/v1/probe?fen={}", enc("8/3KP3/8/8/8/8/8/k7 w - - 0 1")));
     assert_eq!(status, 200, "{a}");
     assert_eq!(a["category"], "win");
-    assert_error(server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KRR1N3 w - - 0 1"))), 422, "too_many_pieces");
+    assert_error(
+        server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KRR1N3 w - - 0 1"))),
+        422,
+        "too_many_pieces",
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -44,7 +44,14 @@ fn request_size_limits() {
     let client = Client::new();
     let get = |q: &str| parts(client.get(format!("{}/api/v1/probe?{q}", server.base)).send().unwrap());
     let post = |body: String| {
-        parts(client.post(format!("{}/api/v1/probe", server.base)).header("content-type", "application/json").body(body).send().unwrap())
+        parts(
+            client
+                .post(format!("{}/api/v1/probe", server.base))
+                .header("content-type", "application/json")
+                .body(body)
+                .send()
+                .unwrap(),
+        )
     };
 
     assert_error(get(&format!("fen={}&pad={}", enc(KRVK), "x".repeat(400))), 414, "query_too_long", false);
@@ -57,8 +64,18 @@ fn request_size_limits() {
     assert_error(post("{\"fens\": [".to_owned()), 400, "invalid_body", false);
     let (status, _, body) = post(serde_json::json!({ "fens": [KRVK, KRVK] }).to_string());
     assert_eq!((status, body["results"].as_array().map(Vec::len)), (200, Some(2)), "{body}");
-    assert_error(parts(client.delete(format!("{}/api/v1/probe", server.base)).send().unwrap()), 405, "method_not_allowed", false);
-    assert_error(parts(client.put(format!("{}/standard", server.base)).send().unwrap()), 405, "method_not_allowed", false);
+    assert_error(
+        parts(client.delete(format!("{}/api/v1/probe", server.base)).send().unwrap()),
+        405,
+        "method_not_allowed",
+        false,
+    );
+    assert_error(
+        parts(client.put(format!("{}/standard", server.base)).send().unwrap()),
+        405,
+        "method_not_allowed",
+        false,
+    );
     report!("size limits: query 414, FEN 400, body 413, batch 413, bad JSON 400, methods 405 checked");
 }
 
@@ -98,7 +115,9 @@ fn slow_requests_time_out_with_json() {
     // Six pieces: beyond the tables, so the search uses its whole budget.
     let fen = "4k3/8/8/8/8/8/PPP5/4K3 w - - 0 1";
     let started = std::time::Instant::now();
-    let got = parts(Client::new().get(format!("{}/api/v1/analyse?fen={}&movetime_ms=3000", server.base, enc(fen))).send().unwrap());
+    let got = parts(
+        Client::new().get(format!("{}/api/v1/analyse?fen={}&movetime_ms=3000", server.base, enc(fen))).send().unwrap(),
+    );
     let elapsed = started.elapsed();
     assert_error(got, 503, "timeout", true);
     assert!(elapsed.as_millis() < 2000, "answered after {elapsed:?}");
@@ -120,7 +139,14 @@ fn probe_queue_is_bounded() {
             std::thread::spawn(move || {
                 let client = Client::new();
                 barrier.wait();
-                parts(client.post(format!("{}/api/v1/probe", server.base)).header("content-type", "application/json").body(body).send().unwrap())
+                parts(
+                    client
+                        .post(format!("{}/api/v1/probe", server.base))
+                        .header("content-type", "application/json")
+                        .body(body)
+                        .send()
+                        .unwrap(),
+                )
             })
         })
         .collect::<Vec<_>>()
@@ -209,8 +235,13 @@ fn overlong_request_lines_and_headers_get_json_errors() {
     // Not HTTP at all.
     assert_error(raw_request(&server.base, b"HELLO\r\n\r\n"), 400, "bad_request", false);
     // A large but acceptable header is served.
-    let head = format!("GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: {}\r\n\r\n", "x".repeat(100_000));
+    let head = format!(
+        "GET /standard?fen={fen} HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Big: {}\r\n\r\n",
+        "x".repeat(100_000)
+    );
     let (status, _, body) = raw_request(&server.base, head.as_bytes());
     assert_eq!(status, 200, "{body}");
-    report!("refusals: 10 KB / 100 KB / 1 MB query 414 query_too_long, 1 MB header and 200 headers 431 headers_too_large, garbage 400");
+    report!(
+        "refusals: 10 KB / 100 KB / 1 MB query 414 query_too_long, 1 MB header and 200 headers 431 headers_too_large, garbage 400"
+    );
 }

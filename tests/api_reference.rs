@@ -20,7 +20,10 @@ fn probe_matches_reference_positions() {
         assert_eq!(status, 200, "{fen}: {a}");
         positions += 1;
         if a["wdl50"] != r["wdl"] || a["dtz50"]["plies"] != r["dtz"] {
-            failures.push(format!("{fen}: wdl50 {} dtz {} expected wdl {} dtz {}", a["wdl50"], a["dtz50"]["plies"], r["wdl"], r["dtz"]));
+            failures.push(format!(
+                "{fen}: wdl50 {} dtz {} expected wdl {} dtz {}",
+                a["wdl50"], a["dtz50"]["plies"], r["wdl"], r["dtz"]
+            ));
         }
         if !r["dtm_plies"].is_null() {
             dtm_compared += 1;
@@ -41,11 +44,17 @@ fn probe_matches_reference_positions() {
                     failures.push(format!("{fen} {uci}: expected checkmate, got {m}"));
                 }
             } else if m["wdl50"] != e["wdl"] || m["dtz50"]["plies"] != e["dtz"] {
-                failures.push(format!("{fen} {uci}: wdl50 {} dtz {} expected wdl {} dtz {}", m["wdl50"], m["dtz50"]["plies"], e["wdl"], e["dtz"]));
+                failures.push(format!(
+                    "{fen} {uci}: wdl50 {} dtz {} expected wdl {} dtz {}",
+                    m["wdl50"], m["dtz50"]["plies"], e["wdl"], e["dtz"]
+                ));
             }
         }
     }
-    report!("reference: compared {positions} positions, {moves} moves ({mates} mates), {dtm_compared} DTM values; {} mismatches", failures.len());
+    report!(
+        "reference: compared {positions} positions, {moves} moves ({mates} mates), {dtm_compared} DTM values; {} mismatches",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{} mismatches, first: {:#?}", failures.len(), &failures[..failures.len().min(10)]);
     assert!(positions >= 700 && moves >= 10_000, "reference file unexpectedly small");
 }
@@ -61,7 +70,16 @@ fn lichess_endpoint_matches_reference_positions() {
         let (status, a) = server.get(&format!("/standard?fen={}", enc(&fen)));
         assert_eq!(status, 200, "{fen}: {a}");
         assert_eq!(a["dtz"], r["dtz"], "{fen}");
-        for key in ["checkmate", "stalemate", "variant_win", "variant_loss", "insufficient_material", "precise_dtz", "dtm", "category"] {
+        for key in [
+            "checkmate",
+            "stalemate",
+            "variant_win",
+            "variant_loss",
+            "insufficient_material",
+            "precise_dtz",
+            "dtm",
+            "category",
+        ] {
             assert!(a.get(key).is_some(), "{fen}: lichess field {key} missing");
         }
         positions += 1;
@@ -70,17 +88,36 @@ fn lichess_endpoint_matches_reference_positions() {
             if e["checkmate"] != Value::Bool(true) {
                 assert_eq!(m["dtz"], e["dtz"], "{fen} {}", m["uci"]);
             }
-            for key in ["uci", "san", "zeroing", "checkmate", "stalemate", "insufficient_material", "dtz", "precise_dtz", "dtm", "category"] {
+            for key in [
+                "uci",
+                "san",
+                "zeroing",
+                "checkmate",
+                "stalemate",
+                "insufficient_material",
+                "dtz",
+                "precise_dtz",
+                "dtm",
+                "category",
+            ] {
                 assert!(m.get(key).is_some(), "{fen}: lichess move field {key} missing");
             }
             moves += 1;
         }
         // The position's verdict is the negation of its best move's.
         if let Some(best) = a["moves"].as_array().unwrap().first() {
-            let flip = |c: &str| match c {
-                "win" => "loss", "loss" => "win", "cursed-win" => "blessed-loss", "blessed-loss" => "cursed-win",
-                "syzygy-win" => "syzygy-loss", "syzygy-loss" => "syzygy-win", other => other,
-            }.to_owned();
+            let flip = |c: &str| {
+                match c {
+                    "win" => "loss",
+                    "loss" => "win",
+                    "cursed-win" => "blessed-loss",
+                    "blessed-loss" => "cursed-win",
+                    "syzygy-win" => "syzygy-loss",
+                    "syzygy-loss" => "syzygy-win",
+                    other => other,
+                }
+                .to_owned()
+            };
             assert_eq!(a["category"].as_str().unwrap(), flip(best["category"].as_str().unwrap()), "{fen}");
         }
     }
@@ -95,7 +132,12 @@ fn lichess_endpoint_matches_reference_positions() {
 fn answers_on_async_threads_match_blocking_threads() {
     let (Some(dir), Some(reference)) = (common::syzygy_dir(), reference_file()) else { return };
     let server = |io| {
-        let mut config = tbserver::config::Config { syzygy: vec![dir.clone()], syzygy_io: io, cache_entries: 0, ..Default::default() };
+        let mut config = tbserver::config::Config {
+            syzygy: vec![dir.clone()],
+            syzygy_io: io,
+            cache_entries: 0,
+            ..Default::default()
+        };
         config.builtin.mode = tbserver::config::BuiltinMode::Off;
         TestServer::start(config)
     };
@@ -119,5 +161,7 @@ fn answers_on_async_threads_match_blocking_threads() {
         positions += 1;
     }
     assert!(positions >= 100, "too few reference positions: {positions}");
-    report!("async-thread answers = blocking-thread answers: {positions} positions, /standard and /api/v1/probe, JSON and CBOR");
+    report!(
+        "async-thread answers = blocking-thread answers: {positions} positions, /standard and /api/v1/probe, JSON and CBOR"
+    );
 }

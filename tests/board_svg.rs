@@ -27,7 +27,8 @@ fn pieces(svg: &str, orientation: Color) -> BTreeMap<String, char> {
         let href = node.attribute("href").expect("href");
         let target = href.strip_prefix('#').expect("local reference");
         assert!(ids.contains(target), "reference to missing definition {target}");
-        let expected_id = format!("{}{}", if piece.is_ascii_uppercase() { 'w' } else { 'b' }, piece.to_ascii_uppercase());
+        let expected_id =
+            format!("{}{}", if piece.is_ascii_uppercase() { 'w' } else { 'b' }, piece.to_ascii_uppercase());
         assert_eq!(target, expected_id);
 
         let x: f64 = node.attribute("x").unwrap().parse().unwrap();
@@ -65,11 +66,9 @@ fn start_position_both_orientations() {
 
 #[test]
 fn reference_positions() {
-    for fen in [
-        "1kb5/8/1KN5/3N4/8/8/8/8 b - - 0 1",
-        "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1",
-        "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1",
-    ] {
+    for fen in
+        ["1kb5/8/1KN5/3N4/8/8/8/8 b - - 0 1", "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1", "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1"]
+    {
         let board = board_of(fen);
         let svg = render(&board, &SvgOptions::default());
         let got = pieces(&svg, Color::White);

@@ -141,7 +141,8 @@ fn replacement_by_rename_under_load() {
                 while !stop.load(Ordering::Relaxed) {
                     let fen = fens[n % fens.len()];
                     n += 1;
-                    let outcome = match reqwest::blocking::get(format!("{}/api/v1/probe?fen={}", server.base, enc(fen))) {
+                    let outcome = match reqwest::blocking::get(format!("{}/api/v1/probe?fen={}", server.base, enc(fen)))
+                    {
                         Err(e) => format!("connection error: {e}"),
                         Ok(r) => {
                             let status = r.status().as_u16();
@@ -193,7 +194,11 @@ fn replacement_by_rename_under_load() {
     assert!(unexpected.is_empty(), "unexpected outcomes: {outcomes:?}");
     assert!(outcomes.get("200").is_some_and(|&n| n > 100), "{outcomes:?}");
     let (status, body) = probe(&server, KQVK);
-    assert_eq!((status, body["category"].as_str(), body["sources"]["wdl50"].as_str()), (200, Some("win"), Some("syzygy")), "{body}");
+    assert_eq!(
+        (status, body["category"].as_str(), body["sources"]["wdl50"].as_str()),
+        (200, Some("win"), Some("syzygy")),
+        "{body}"
+    );
     assert!(problems(&server).is_empty(), "{:?}", problems(&server));
     // The good answer is cached now; garbage again, rescan: no stale answer.
     replace("KQvK.rtbw", &bad);
@@ -277,11 +282,20 @@ fn broken_gaviota_files_are_refused() {
     std::fs::write(dir.join("kpk.gtb.cp4"), &kpk[..kpk.len() / 2]).unwrap();
     std::fs::write(dir.join("knk.gtb.cp4"), b"").unwrap();
     // Syzygy (intact) answers WDL and DTZ; Gaviota DTM.
-    let mut config = tbserver::config::Config { gaviota: vec![dir.clone()], syzygy: vec![syzygy], cache_entries: 0, ..Default::default() };
+    let mut config = tbserver::config::Config {
+        gaviota: vec![dir.clone()],
+        syzygy: vec![syzygy],
+        cache_entries: 0,
+        ..Default::default()
+    };
     config.builtin.mode = tbserver::config::BuiltinMode::Off;
     let server = TestServer::start(config);
     let listed = problems(&server);
-    assert_eq!(listed.keys().map(String::as_str).collect::<Vec<_>>(), ["knk.gtb.cp4", "kpk.gtb.cp4", "krk.gtb.cp4"], "{listed:?}");
+    assert_eq!(
+        listed.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["knk.gtb.cp4", "kpk.gtb.cp4", "krk.gtb.cp4"],
+        "{listed:?}"
+    );
     assert!(listed["kpk.gtb.cp4"].contains("truncated"), "{}", listed["kpk.gtb.cp4"]);
     for (fen, table) in [(KRVK, "krk.gtb.cp4"), (KPVK, "kpk.gtb.cp4")] {
         let (status, body) = probe(&server, fen);
@@ -324,8 +338,14 @@ fn sighup_rescans_the_running_binary() {
     }
     let mut child = KillOnDrop(child);
     let url = format!("http://127.0.0.1:{port}/api/v1/probe?fen={}", enc(KQVK));
-    let get = || reqwest::blocking::get(&url).ok().map(|r| (r.status().as_u16(), r.json::<Value>().unwrap_or(Value::Null)));
-    let ready = (0..100).find_map(|_| get().or_else(|| { std::thread::sleep(Duration::from_millis(50)); None }));
+    let get =
+        || reqwest::blocking::get(&url).ok().map(|r| (r.status().as_u16(), r.json::<Value>().unwrap_or(Value::Null)));
+    let ready = (0..100).find_map(|_| {
+        get().or_else(|| {
+            std::thread::sleep(Duration::from_millis(50));
+            None
+        })
+    });
     let (status, body) = ready.expect("server answers");
     assert_eq!((status, body["error"]["table"].as_str()), (503, Some("KQvK.rtbw")), "{body}");
 
@@ -356,7 +376,10 @@ fn sighup_rescans_the_running_binary() {
 /// shared block cache at work.
 #[test]
 fn a_damaged_builtin_block_fails_only_its_own_probes() {
-    use tbserver::builtin::{Material, Store, format, store::{board_of, pos_in}};
+    use tbserver::builtin::{
+        Material, Store, format,
+        store::{board_of, pos_in},
+    };
     let dir = std::env::temp_dir().join(format!("tbserver-broken-builtin-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let kqvk = Material::parse("KQvK").unwrap();
@@ -396,6 +419,8 @@ fn a_damaged_builtin_block_fails_only_its_own_probes() {
     let metrics = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
     let misses = metrics.lines().find(|l| l.starts_with("tbserver_block_cache_misses_total{source=\"builtin\"}"));
     assert!(misses.is_some_and(|l| !l.ends_with(" 0")), "{metrics}");
-    report!("built-in: one damaged block fails its own probe (table_error), the rest of the table and other tables answer");
+    report!(
+        "built-in: one damaged block fails its own probe (table_error), the rest of the table and other tables answer"
+    );
     std::fs::remove_dir_all(&dir).ok();
 }

@@ -141,12 +141,17 @@ fn blocks_give_back_every_value_the_generator_computed() {
 /// KNNvKN is nearly all draws, KRBvKQ has mates of up to 140 plies with
 /// many DTM50 change points, KNNNvK has three identical men.
 fn five_piece_tables() -> Vec<tbserver::builtin::Material> {
-    let names = std::env::var("TBSERVER_FORMAT_FIVE").unwrap_or_else(|_| if exhaustive() { "all".into() } else { String::new() });
+    let names = std::env::var("TBSERVER_FORMAT_FIVE")
+        .unwrap_or_else(|_| if exhaustive() { "all".into() } else { String::new() });
     let parse = |names: &str| -> Vec<_> {
         names
             .split(',')
             .filter(|n| !n.is_empty())
-            .map(|n| tbserver::builtin::Material::parse(n).filter(|m| m.pieces() == 5).unwrap_or_else(|| panic!("{n}: not a table of 5 pieces")))
+            .map(|n| {
+                tbserver::builtin::Material::parse(n)
+                    .filter(|m| m.pieces() == 5)
+                    .unwrap_or_else(|| panic!("{n}: not a table of 5 pieces"))
+            })
             .collect()
     };
     // Each table is generated anew to compare: too costly to split by index.
@@ -162,7 +167,11 @@ fn blocks_give_back_every_five_piece_value() {
     report!(
         "compressed blocks (format v{}), tables of 5 pieces checked: {}",
         format::VERSION,
-        if tables.is_empty() { "none (TBSERVER_FORMAT_FIVE names them)".into() } else { tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ") }
+        if tables.is_empty() {
+            "none (TBSERVER_FORMAT_FIVE names them)".into()
+        } else {
+            tables.iter().map(|m| m.name()).collect::<Vec<_>>().join(", ")
+        }
     );
     if tables.is_empty() {
         return;

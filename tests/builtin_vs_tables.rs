@@ -13,24 +13,22 @@
 #[macro_use]
 mod common;
 
-use std::{
-    sync::{
-        OnceLock,
-        atomic::{AtomicU64, Ordering},
-    },
+use std::sync::{
+    OnceLock,
+    atomic::{AtomicU64, Ordering},
 };
 
 use rayon::prelude::*;
 use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
-use tbserver::search::{MateSide, NoBound};
-use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 use tbserver::builtin::{
     Material, Store, all_materials,
     dtm50::{self, LAST_MOVE_CLOCK, Segment},
     index::{Layout, Pos},
     value,
 };
+use tbserver::search::{MateSide, NoBound};
+use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 
 fn store() -> &'static Store {
     static STORE: OnceLock<Store> = OnceLock::new();
@@ -77,7 +75,12 @@ fn five_piece_tables() -> Vec<Material> {
     names
         .split(',')
         .filter(|n| !n.is_empty())
-        .map(|n| Material::parse(n).filter(|m| m.pieces() == 5).unwrap_or_else(|| panic!("{n}: not a table of 5 pieces")).canonical())
+        .map(|n| {
+            Material::parse(n)
+                .filter(|m| m.pieces() == 5)
+                .unwrap_or_else(|| panic!("{n}: not a table of 5 pieces"))
+                .canonical()
+        })
         .collect()
 }
 
@@ -166,7 +169,9 @@ fn for_each_position(m: &Material, check: &str, sample: usize, f: impl Fn(&Chess
     let all = sample.is_none();
     let share = common::share();
     match sample {
-        None => (0..l.size as u32).into_par_iter().with_min_len(4096).filter(|&i| share.takes(i.into())).for_each(visit),
+        None => {
+            (0..l.size as u32).into_par_iter().with_min_len(4096).filter(|&i| share.takes(i.into())).for_each(visit)
+        }
         Some(sample) => sample.into_par_iter().with_min_len(64).for_each(visit),
     }
     let n = count.into_inner();
@@ -308,7 +313,10 @@ fn wdl_and_dtz_equal_syzygy() {
                 let expect = if pos.is_checkmate() { value::loss(0) } else { value::DRAW };
                 if dtz != expect {
                     bad.fetch_add(1, Ordering::Relaxed);
-                    failures.add(format!("{}: terminal stored as {dtz}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
+                    failures.add(format!(
+                        "{}: terminal stored as {dtz}",
+                        shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)
+                    ));
                 }
                 return;
             }
@@ -516,7 +524,9 @@ fn every_value_is_consistent_with_its_successors() {
                 for r in &quiet {
                     expect = value::better(expect, value::back_one_ply(dtm50::value_at(&segs[r.clone()], c + 1)));
                 }
-                if ez == value::loss(0) || ez == value::DRAW && em == value::DRAW && quiet.is_empty() && fixed == value::UNKNOWN {
+                if ez == value::loss(0)
+                    || ez == value::DRAW && em == value::DRAW && quiet.is_empty() && fixed == value::UNKNOWN
+                {
                     // Mated or stalemated: the rules decide at every clock.
                     expect = ez;
                 }
@@ -538,10 +548,7 @@ fn every_value_is_consistent_with_its_successors() {
             }
         });
         let runs = clocks.into_inner();
-        report!(
-            "{:<8} {c} checked against their successors (DTM50 at all 100 clocks, {runs} constant runs)",
-            m.name()
-        );
+        report!("{:<8} {c} checked against their successors (DTM50 at all 100 clocks, {runs} constant runs)", m.name());
         total += c.n;
         total_of += c.of;
         total_clocks += runs;
@@ -565,7 +572,8 @@ fn dtm50_agrees_with_dtm_and_wdl(own: &[Segment], dtz: u16, dtm: u16) -> Result<
         }
     }
     for g in own {
-        let same_side = (value::is_win(g.value) && value::is_win(dtm)) || (value::is_loss(g.value) && value::is_loss(dtm));
+        let same_side =
+            (value::is_win(g.value) && value::is_win(dtm)) || (value::is_loss(g.value) && value::is_loss(dtm));
         if !same_side || value::plies(g.value) < value::plies(dtm) {
             return Err(format!("dtm50 {} against dtm {}", value::signed_plies(g.value), value::signed_plies(dtm)));
         }
@@ -575,7 +583,11 @@ fn dtm50_agrees_with_dtm_and_wdl(own: &[Segment], dtz: u16, dtm: u16) -> Result<
     if (value::is_win(dtm) || value::is_loss(dtm)) && value::plies(dtm) <= 100 {
         for clock in 0..=(100 - value::plies(dtm) as u32).min(LAST_MOVE_CLOCK as u32) {
             if at(clock) != dtm {
-                return Err(format!("clock {clock}: dtm50 {} but dtm {} fits", value::signed_plies(at(clock)), value::signed_plies(dtm)));
+                return Err(format!(
+                    "clock {clock}: dtm50 {} but dtm {} fits",
+                    value::signed_plies(at(clock)),
+                    value::signed_plies(dtm)
+                ));
             }
         }
     }
@@ -612,7 +624,10 @@ fn dtz_equals_dtm_where_only_mate_zeroes() {
         let c = for_each_position(&m, "mate-only", MATE_ONLY_SAMPLE, |pos, dtz, dtm| {
             if dtz != dtm {
                 bad.fetch_add(1, Ordering::Relaxed);
-                failures.add(format!("{name} {}: dtz {dtz} dtm {dtm}", shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)));
+                failures.add(format!(
+                    "{name} {}: dtz {dtz} dtm {dtm}",
+                    shakmaty::fen::Epd::from_position(pos, shakmaty::EnPassantMode::Legal)
+                ));
             }
         });
         report!("{name:<8} {c} with DTZ == DTM");

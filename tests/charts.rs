@@ -20,7 +20,8 @@ fn with_clock(fen: &str, clock: u32) -> String {
 
 /// chesstb's tables alone (its KQKRB is tbserver's KRBvKQ).
 fn chesstb_server() -> Option<TestServer> {
-    let mut config = tbserver::config::Config { chesstb: vec![common::chesstb_dir()?], cache_entries: 0, ..Default::default() };
+    let mut config =
+        tbserver::config::Config { chesstb: vec![common::chesstb_dir()?], cache_entries: 0, ..Default::default() };
     config.builtin.mode = tbserver::config::BuiltinMode::Off;
     Some(TestServer::start(config))
 }
@@ -67,7 +68,8 @@ fn clock_chart_equals_the_probe_at_every_clock() {
     assert_eq!(expected[0]["kind"], "longer_mate");
 
     // The SVG export draws the same values.
-    let svg = reqwest::blocking::get(format!("{}/dtm50-chart.svg?fen={}", server.base, enc(&with_clock(KRBVKQ, 15)))).unwrap();
+    let svg = reqwest::blocking::get(format!("{}/dtm50-chart.svg?fen={}", server.base, enc(&with_clock(KRBVKQ, 15))))
+        .unwrap();
     assert_eq!(svg.status(), 200);
     assert_eq!(svg.headers()["content-type"], "image/svg+xml");
     let text = svg.text().unwrap();
@@ -80,9 +82,16 @@ fn clock_chart_equals_the_probe_at_every_clock() {
     }
     let own = doc.descendants().find(|n| n.attribute("class") == Some("own-clock")).unwrap();
     assert_eq!((own.attribute("data-clock"), own.attribute("data-plies")), (Some("15"), Some("-144")));
-    let changes: Vec<_> = doc.descendants().filter(|n| n.attribute("class") == Some("change")).map(|n| n.attribute("data-clock").unwrap()).collect();
+    let changes: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("change"))
+        .map(|n| n.attribute("data-clock").unwrap())
+        .collect();
     assert_eq!(changes.len(), expected.len());
-    report!("dtm50-by-clock: 100 clocks of {KRBVKQ} equal /api/v1/probe's dtm50; {} changes; SVG steps match", expected.len());
+    report!(
+        "dtm50-by-clock: 100 clocks of {KRBVKQ} equal /api/v1/probe's dtm50; {} changes; SVG steps match",
+        expected.len()
+    );
 }
 
 #[test]
@@ -196,7 +205,8 @@ fn recount(table: &tbserver::builtin::Table) -> ([Published; 2], [[u64; 5]; 2]) 
     use tbserver::builtin::value;
     let layout = &table.layout;
     let men = &layout.men[..layout.n];
-    let pair: Option<(usize, usize)> = (0..men.len()).find_map(|i| (i + 1..men.len()).find(|&j| men[i] == men[j]).map(|j| (i, j)));
+    let pair: Option<(usize, usize)> =
+        (0..men.len()).find_map(|i| (i + 1..men.len()).find(|&j| men[i] == men[j]).map(|j| (i, j)));
     let mut syzygy = [Published::default(), Published::default()];
     let mut distinct = [[0u64; 5]; 2];
     for idx in 0..layout.size as u32 {
@@ -210,7 +220,13 @@ fn recount(table: &tbserver::builtin::Table) -> ([Published; 2], [[u64; 5]; 2]) 
             Some((i, j)) => {
                 let swapped_by_symmetry = (1..if layout.pawns { 2 } else { 8 }).any(|s| {
                     (0..men.len()).all(|k| {
-                        let target = if k == i { pos.sq[j] } else if k == j { pos.sq[i] } else { pos.sq[k] };
+                        let target = if k == i {
+                            pos.sq[j]
+                        } else if k == j {
+                            pos.sq[i]
+                        } else {
+                            pos.sq[k]
+                        };
                         symmetry(s, pos.sq[k]) == target
                     })
                 });
@@ -268,7 +284,8 @@ fn identical_men(name: &str) -> bool {
 #[test]
 fn table_statistics_agree_with_syzygys_published_figures() {
     let Some(shared) = common::shared_dir("data/syzygy-stats-regular.txt") else { return };
-    let (published, published_longest) = published_stats(&std::fs::read_to_string(shared.join("data/syzygy-stats-regular.txt")).unwrap());
+    let (published, published_longest) =
+        published_stats(&std::fs::read_to_string(shared.join("data/syzygy-stats-regular.txt")).unwrap());
     let max_dtz: BTreeMap<String, i64> = std::fs::read_to_string(shared.join("data/max-dtz.tsv"))
         .unwrap()
         .lines()
@@ -307,12 +324,20 @@ fn table_statistics_agree_with_syzygys_published_figures() {
                 [p.wins, p.cursed_wins, p.draws, p.cursed_losses, p.losses],
                 "{name} {key}: categories as Syzygy counts them"
             );
-            assert_eq!((&r.win_in, &r.lose_in), (&p.win_in, &p.lose_in), "{name} {key}: DTZ histogram as Syzygy counts it");
+            assert_eq!(
+                (&r.win_in, &r.lose_in),
+                (&p.win_in, &p.lose_in),
+                "{name} {key}: DTZ histogram as Syzygy counts it"
+            );
             // The statistics served: distinct positions.
             let ours = ["losses", "blessed_losses", "draws", "cursed_wins", "wins"].map(|k| s[k].as_u64().unwrap());
             assert_eq!(ours, distinct[side], "{name} {key}: categories");
             if !identical_men(&name) {
-                assert_eq!(ours, [p.losses, p.cursed_losses, p.draws, p.cursed_wins, p.wins], "{name} {key}: categories");
+                assert_eq!(
+                    ours,
+                    [p.losses, p.cursed_losses, p.draws, p.cursed_wins, p.wins],
+                    "{name} {key}: categories"
+                );
                 assert_eq!(histogram(s, "dtz50", "wins"), p.win_in, "{name} {key}: DTZ of wins");
                 assert_eq!(histogram(s, "dtz50", "losses"), p.lose_in, "{name} {key}: DTZ of losses");
                 served_equal += 1;
@@ -323,8 +348,16 @@ fn table_statistics_agree_with_syzygys_published_figures() {
             // those the 50-move rule leaves decisive.
             let total = |metric: &str, result: &str| histogram(s, metric, result).values().sum::<u64>();
             let [losses, blessed, _, cursed, wins] = ours;
-            assert_eq!((total("dtz50", "wins"), total("dtz50", "losses")), (wins + cursed, losses + blessed), "{name} {key}: DTZ50''");
-            assert_eq!((total("dtm", "wins"), total("dtm", "losses")), (wins + cursed, losses + blessed), "{name} {key}: DTM");
+            assert_eq!(
+                (total("dtz50", "wins"), total("dtz50", "losses")),
+                (wins + cursed, losses + blessed),
+                "{name} {key}: DTZ50''"
+            );
+            assert_eq!(
+                (total("dtm", "wins"), total("dtm", "losses")),
+                (wins + cursed, losses + blessed),
+                "{name} {key}: DTM"
+            );
             assert_eq!((total("dtm50", "wins"), total("dtm50", "losses")), (wins, losses), "{name} {key}: DTM50");
             sum += s["positions"].as_u64().unwrap();
             bins += p.win_in.len() + p.lose_in.len();
@@ -388,7 +421,8 @@ fn statistics_are_stored_when_a_table_is_generated() {
     let table = store.table(&material).unwrap();
     // Written beside the table by its generation, before anyone asked.
     let sidecar = dir.join("KRvK.stats.json");
-    let stored: tbserver::builtin::stats::TableStats = serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
+    let stored: tbserver::builtin::stats::TableStats =
+        serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
     assert_eq!(stored, tbserver::builtin::stats::compute(table.as_ref()));
     assert_eq!(stored.white_to_move.longest_dtz50.as_ref().map(|e| e.plies), Some(31));
     assert_eq!(stored.black_to_move.longest_dtz50.as_ref().map(|e| e.plies), Some(-32));

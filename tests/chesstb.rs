@@ -51,7 +51,12 @@ fn agrees_with_chesstb_prober() {
         lines += 1;
         let r: serde_json::Value = serde_json::from_str(line).unwrap();
         let fen = r["fen"].as_str().unwrap();
-        let pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap();
+        let pos: Chess = fen
+            .parse::<Fen>()
+            .unwrap()
+            .into_position(CastlingMode::Standard)
+            .or_else(shakmaty::PositionError::ignore_impossible_check)
+            .unwrap();
         let v = tb.probe_with_dtc(&pos, pos.halfmoves()).unwrap_or_else(|e| panic!("{fen}: {e}")).expect("covered");
         tally.check("wdl", fen, v.wdl.map(class_name), r["wdl"].as_str());
         tally.check("dtz_plies", fen, v.dtz_plies.map(u64::from), r["dtz_plies"].as_u64());
@@ -67,8 +72,17 @@ fn agrees_with_chesstb_prober() {
                 tally.check("dtc absent", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), None);
             }
         } else {
-            let theirs = (dtc["class"].as_str().unwrap(), dtc["order"].as_u64().unwrap() as u16, dtc["value"].as_u64().unwrap() as u16);
-            tally.check("dtc class/order/plies", fen, v.dtc.map(|d| (class_name(d.class), d.order, d.plies)), Some(theirs));
+            let theirs = (
+                dtc["class"].as_str().unwrap(),
+                dtc["order"].as_u64().unwrap() as u16,
+                dtc["value"].as_u64().unwrap() as u16,
+            );
+            tally.check(
+                "dtc class/order/plies",
+                fen,
+                v.dtc.map(|d| (class_name(d.class), d.order, d.plies)),
+                Some(theirs),
+            );
             if theirs.1 > 0 {
                 *tally.agree.entry("(dtc rows with pushes owed)").or_default() += 1;
             }
@@ -100,7 +114,14 @@ fn reference_timing() {
         .lines()
         .map(|l| {
             let r: serde_json::Value = serde_json::from_str(l).unwrap();
-            r["fen"].as_str().unwrap().parse::<Fen>().unwrap().into_position(CastlingMode::Standard).or_else(shakmaty::PositionError::ignore_impossible_check).unwrap()
+            r["fen"]
+                .as_str()
+                .unwrap()
+                .parse::<Fen>()
+                .unwrap()
+                .into_position(CastlingMode::Standard)
+                .or_else(shakmaty::PositionError::ignore_impossible_check)
+                .unwrap()
         })
         .collect();
     for pass in ["cold", "warm"] {
@@ -127,7 +148,13 @@ fn reference_timing() {
             println!("with DTC, {cache} cache, {pass}: {:?} for {} probes", start.elapsed(), positions.len());
         }
         let s = tb.cache_stats();
-        println!("cache hits {:?} misses {:?} evictions {:?} bytes {}", s.hits, s.misses, s.evictions, tb.cache_bytes());
+        println!(
+            "cache hits {:?} misses {:?} evictions {:?} bytes {}",
+            s.hits,
+            s.misses,
+            s.evictions,
+            tb.cache_bytes()
+        );
     }
 }
 
@@ -211,7 +238,8 @@ fn broken_files_fail_cleanly() {
 #[test]
 fn dtc_in_the_answers() {
     let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
-    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions.jsonl")).expect("reference file");
+    let reference =
+        std::fs::read_to_string(dir.join("../../reference/chesstb-positions.jsonl")).expect("reference file");
     config.chesstb = vec![dir];
     let server = common::TestServer::start(config);
     let (mut compared, mut pushes, mut lichess_filled, mut lichess_null, mut moves_with_dtc) = (0, 0, 0, 0, 0);
@@ -239,8 +267,18 @@ fn dtc_in_the_answers() {
         let (order, value) = (dtc["order"].as_i64().unwrap(), dtc["value"].as_i64().unwrap());
         let ours = &a["dtc"];
         assert_eq!(
-            (ours["plies"].as_i64(), ours["pushes_owed"].as_i64(), ours["halfmove_clock"].as_u64(), a["sources"]["dtc"].as_str()),
-            (Some(sign * value), Some(if sign == 0 { 0 } else { order }), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()), Some("chesstb")),
+            (
+                ours["plies"].as_i64(),
+                ours["pushes_owed"].as_i64(),
+                ours["halfmove_clock"].as_u64(),
+                a["sources"]["dtc"].as_str()
+            ),
+            (
+                Some(sign * value),
+                Some(if sign == 0 { 0 } else { order }),
+                Some(fen.split(' ').nth(4).unwrap().parse().unwrap()),
+                Some("chesstb")
+            ),
             "{fen}: {ours}"
         );
         let conversion = (sign != 0 && order == 0).then_some(sign * value);
@@ -304,8 +342,14 @@ fn rebuilt_answers_read_back_equal_a_fresh_search() {
         println!("rebuilt answers, {round}: {} positions x 4 threads", dropped.len());
     }
     let stats = kept.rebuilt_stats();
-    let (hits, misses) = (stats.hits.load(std::sync::atomic::Ordering::Relaxed), stats.misses.load(std::sync::atomic::Ordering::Relaxed));
-    println!("rebuilt answers: {hits} hits, {misses} misses; {} mismatches", mismatches.load(std::sync::atomic::Ordering::Relaxed));
+    let (hits, misses) = (
+        stats.hits.load(std::sync::atomic::Ordering::Relaxed),
+        stats.misses.load(std::sync::atomic::Ordering::Relaxed),
+    );
+    println!(
+        "rebuilt answers: {hits} hits, {misses} misses; {} mismatches",
+        mismatches.load(std::sync::atomic::Ordering::Relaxed)
+    );
     assert!(dropped.len() > 500, "the reference file has {} positions of a dropped side", dropped.len());
     assert_eq!(mismatches.into_inner(), 0);
     assert!(hits > misses, "the second round reads every answer back");
@@ -319,7 +363,8 @@ fn rebuilt_answers_read_back_equal_a_fresh_search() {
 #[test]
 fn five_piece_reference_through_the_api() {
     let (Some(dir), Some(mut config)) = (chesstb_dir(), common::shared_tables_config()) else { return };
-    let reference = std::fs::read_to_string(dir.join("../../reference/chesstb-positions-5.jsonl")).expect("5-piece reference file");
+    let reference =
+        std::fs::read_to_string(dir.join("../../reference/chesstb-positions-5.jsonl")).expect("5-piece reference file");
     config.chesstb = vec![dir];
     let server = common::TestServer::start(config);
     let mut per_material: BTreeMap<String, usize> = BTreeMap::new();
@@ -359,13 +404,25 @@ fn five_piece_reference_through_the_api() {
         };
         decisive_at_clock += usize::from(theirs != 0);
         tally.check("dtm50_plies", fen, a["dtm50"]["plies"].as_i64(), Some(theirs));
-        tally.check("dtm50 clock", fen, a["dtm50"]["halfmove_clock"].as_u64(), Some(fen.split(' ').nth(4).unwrap().parse().unwrap()));
+        tally.check(
+            "dtm50 clock",
+            fen,
+            a["dtm50"]["halfmove_clock"].as_u64(),
+            Some(fen.split(' ').nth(4).unwrap().parse().unwrap()),
+        );
         // A stalemate is decided by the rules, not a table.
         let source = if a["stalemate"] == true { "rules" } else { "chesstb" };
-        tally.check("dtm/dtm50 source", fen, (a["sources"]["dtm"].as_str(), a["sources"]["dtm50"].as_str()), (Some(source), Some(source)));
+        tally.check(
+            "dtm/dtm50 source",
+            fen,
+            (a["sources"]["dtm"].as_str(), a["sources"]["dtm50"].as_str()),
+            (Some(source), Some(source)),
+        );
     }
     let total: usize = per_material.values().sum();
-    report!("5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock");
+    report!(
+        "5-piece chesstb reference through /api/v1/probe: {total} positions {per_material:?}, {decisive_at_clock} decisive at their clock"
+    );
     for (metric, n) in &tally.agree {
         report!("  {metric}: {n} agree");
     }
@@ -390,14 +447,21 @@ fn six_piece_line_into_a_five_piece_chesstb_table() {
     let child = "7N/8/8/8/8/6K1/8/1kNN4 w - - 0 1";
     let (status, c) = server.get(&format!("/api/v1/probe?fen={}", common::enc(child)));
     assert_eq!(status, 200, "{child}: {c}");
-    assert_eq!((c["sources"]["dtm50"].as_str(), c["dtm50"]["exact"].as_bool()), (Some("chesstb"), Some(true)), "{child}: {c}");
+    assert_eq!(
+        (c["sources"]["dtm50"].as_str(), c["dtm50"]["exact"].as_bool()),
+        (Some("chesstb"), Some(true)),
+        "{child}: {c}"
+    );
     let child_plies = c["dtm50"]["plies"].as_i64().unwrap();
     assert!(child_plies > 0, "{child}: {c}");
     let (status, a) = server.get(&format!("/api/v1/analyse?fen={}&movetime_ms=20000", common::enc(six)));
     assert_eq!(status, 200, "{six}: {a}");
     assert_eq!(a["score"]["bound"], "exact", "{six}: {a}");
     assert_eq!(a["score"]["mate_in_plies"].as_i64(), Some(-(child_plies + 1)), "{six}: {a}");
-    report!("6 pieces: {six} mated in {} plies, exact, through chesstb's KNNNK ({child}: mate in {child_plies})", child_plies + 1);
+    report!(
+        "6 pieces: {six} mated in {} plies, exact, through chesstb's KNNNK ({child}: mate in {child_plies})",
+        child_plies + 1
+    );
 }
 
 /// `/api/v1/mainline` carries chesstb's DTC at the start and after every
@@ -409,7 +473,9 @@ fn mainline_steps_carry_dtc() {
     config.chesstb = vec![dir];
     let server = common::TestServer::start(config);
     let (mut steps, mut decisive) = (0, 0);
-    for fen in ["8/2k5/8/8/8/6P1/2K5/5B2 b - - 0 1", "8/8/8/4k3/8/8/3PK3/8 w - - 0 1", "8/3N4/8/5N2/8/8/K7/2k4N w - - 40 1"] {
+    for fen in
+        ["8/2k5/8/8/8/6P1/2K5/5B2 b - - 0 1", "8/8/8/4k3/8/8/3PK3/8 w - - 0 1", "8/3N4/8/5N2/8/8/K7/2k4N w - - 40 1"]
+    {
         let (status, line) = server.get(&format!("/api/v1/mainline?fen={}", common::enc(fen)));
         assert_eq!(status, 200, "{fen}: {line}");
         let mut pos: Chess = fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();

@@ -44,8 +44,10 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
     // takes minutes, and the exhaustive tier compares it.
     let tables = if common::exhaustive() { &TABLES[..] } else { &TABLES[..1] };
     let materials = common::only_named(tables.iter().map(|(b, _)| Material::parse(b).unwrap()).collect());
-    let tables: Vec<(&str, &str)> = tables.iter().copied().filter(|(b, _)| materials.iter().any(|m| m.name() == *b)).collect();
-    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {}).expect("generate");
+    let tables: Vec<(&str, &str)> =
+        tables.iter().copied().filter(|(b, _)| materials.iter().any(|m| m.name() == *b)).collect();
+    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {})
+        .expect("generate");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
     let seed = common::sample_seed();
     let share = common::share();
@@ -60,7 +62,10 @@ fn chesstb_agrees_with_builtin_tables_at_five_pieces() {
     for (m, (builtin, theirs)) in materials.iter().zip(tables) {
         let t = store.table(m).unwrap();
         let l = &t.layout;
-        assert!(tb.covers(&to_chess(l, &(0..l.size as u32).find_map(|i| l.decode(i)).unwrap()).unwrap()), "chesstb's {theirs}");
+        assert!(
+            tb.covers(&to_chess(l, &(0..l.size as u32).find_map(|i| l.decode(i)).unwrap()).unwrap()),
+            "chesstb's {theirs}"
+        );
         let before = counts.positions.load(Ordering::Relaxed);
         let pairs_before = counts.dtm50_pairs.load(Ordering::Relaxed);
         let t0 = std::time::Instant::now();

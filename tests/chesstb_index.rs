@@ -32,10 +32,15 @@ struct ClassCount {
 
 /// Reads one of the index data files and compares every line with what
 /// `trace` computes; returns the counts per class (mismatches included).
-fn compare_file(file: &str, trace: fn(&Chess, u32) -> Option<tbserver::chesstb::IndexTrace>) -> BTreeMap<String, ClassCount> {
+fn compare_file(
+    file: &str,
+    trace: fn(&Chess, u32) -> Option<tbserver::chesstb::IndexTrace>,
+) -> BTreeMap<String, ClassCount> {
     let path = format!("{}/tests/data/chesstb-index/{file}", env!("CARGO_MANIFEST_DIR"));
     let mut text = String::new();
-    liblzma::read::XzDecoder::new(std::fs::File::open(&path).expect("index test data")).read_to_string(&mut text).expect("xz");
+    liblzma::read::XzDecoder::new(std::fs::File::open(&path).expect("index test data"))
+        .read_to_string(&mut text)
+        .expect("xz");
     let mut classes: BTreeMap<String, ClassCount> = BTreeMap::new();
     let mut tables = std::collections::BTreeSet::new();
     for line in text.lines() {
@@ -64,20 +69,45 @@ fn compare_file(file: &str, trace: fn(&Chess, u32) -> Option<tbserver::chesstb::
         c.transformed += (f[6] != "0") as usize;
         c.diagonal_flips += (f[7] == "1") as usize;
         c.en_passant += (fen.split(' ').nth(3) != Some("-")) as usize;
-        let theirs = (table.to_string(), f[3] == "1", (f[4] == "b") as usize, num(5), num(6) as u8, f[7] == "1", num(8), index);
+        let theirs =
+            (table.to_string(), f[3] == "1", (f[4] == "b") as usize, num(5), num(6) as u8, f[7] == "1", num(8), index);
         let ours = trace(&pos, perm).map(|t| {
-            (t.table, t.mirrored, t.side, t.parts.king_slice, t.parts.transform, t.parts.diagonal_flip, t.parts.pawn_slice, t.parts.index)
+            (
+                t.table,
+                t.mirrored,
+                t.side,
+                t.parts.king_slice,
+                t.parts.transform,
+                t.parts.diagonal_flip,
+                t.parts.pawn_slice,
+                t.parts.index,
+            )
         });
         if ours.as_ref() != Some(&theirs) {
             c.mismatches.push(format!("{fen} perm {perm}: ours {ours:?}, chesstb {theirs:?}"));
         }
     }
-    report!("{file} vs chesstb's code: {} positions, {} tables", classes.values().map(|c| c.positions).sum::<usize>(), tables.len());
-    report!("  class                     positions  4-piece  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  en-passant  mismatches");
+    report!(
+        "{file} vs chesstb's code: {} positions, {} tables",
+        classes.values().map(|c| c.positions).sum::<usize>(),
+        tables.len()
+    );
+    report!(
+        "  class                     positions  4-piece  5-piece  6-piece  index>=2^32  mirrored  transformed  diagonal-flip  en-passant  mismatches"
+    );
     for (name, c) in &classes {
         report!(
             "  {name:<25} {:>9}  {:>7}  {:>7}  {:>7}  {:>11}  {:>8}  {:>11}  {:>13}  {:>10}  {:>10}",
-            c.positions, c.other, c.five, c.six, c.above_2_32, c.mirrored, c.transformed, c.diagonal_flips, c.en_passant, c.mismatches.len()
+            c.positions,
+            c.other,
+            c.five,
+            c.six,
+            c.above_2_32,
+            c.mirrored,
+            c.transformed,
+            c.diagonal_flips,
+            c.en_passant,
+            c.mismatches.len()
         );
     }
     let mut failed = 0;
@@ -94,7 +124,15 @@ fn compare_file(file: &str, trace: fn(&Chess, u32) -> Option<tbserver::chesstb::
 #[test]
 fn index_agrees_with_chesstb_code() {
     let classes = compare_file("chesstb-index.tsv.xz", index_trace);
-    let expected = ["en_passant", "four_of_a_kind", "pawnless", "pawns_both_sides", "pawns_one_side", "three_of_a_kind", "two_of_a_kind"];
+    let expected = [
+        "en_passant",
+        "four_of_a_kind",
+        "pawnless",
+        "pawns_both_sides",
+        "pawns_one_side",
+        "three_of_a_kind",
+        "two_of_a_kind",
+    ];
     assert_eq!(classes.keys().map(String::as_str).collect::<Vec<_>>(), expected);
     for (name, c) in &classes {
         assert!(c.positions >= 10_000, "{name}: only {} positions", c.positions);
@@ -112,7 +150,10 @@ fn pair_index_agrees_with_chesstb_code() {
     assert_eq!(classes.keys().map(String::as_str).collect::<Vec<_>>(), ["opposing_pair", "opposing_pair_en_passant"]);
     for (name, c) in &classes {
         assert!(c.positions >= 10_000, "{name}: only {} positions", c.positions);
-        assert!(c.six > 0 && c.five > 0 && c.mirrored > 0 && c.transformed > 0, "{name}: a kind of position is missing");
+        assert!(
+            c.six > 0 && c.five > 0 && c.mirrored > 0 && c.transformed > 0,
+            "{name}: a kind of position is missing"
+        );
     }
     assert!(classes["opposing_pair"].other > 0, "no KpKp position");
     assert!(classes["opposing_pair_en_passant"].en_passant >= 10_000);
@@ -201,7 +242,8 @@ fn blocks_past_4_gib() {
             }
             b.discard_piece_at(bishop);
             b.set_piece_at(sq, Piece { color: Color::Black, role: Role::Bishop });
-            let q = Chess::from_setup(Setup { board: b, turn: Color::White, ..Setup::empty() }, CastlingMode::Standard).ok()?;
+            let q = Chess::from_setup(Setup { board: b, turn: Color::White, ..Setup::empty() }, CastlingMode::Standard)
+                .ok()?;
             let i = index_trace(&q, 0)?.parts.index;
             (i != win_idx && same_block(i, win_idx)).then_some((q, i))
         })
@@ -224,7 +266,13 @@ fn blocks_past_4_gib() {
     let at: u64 = (1 << 32) + 4096;
     let mut offsets = vec![0u64];
     for b in 0..blocks {
-        let end = if b == 0 { at } else if b == target { at + compressed.len() as u64 } else { *offsets.last().unwrap() };
+        let end = if b == 0 {
+            at
+        } else if b == target {
+            at + compressed.len() as u64
+        } else {
+            *offsets.last().unwrap()
+        };
         offsets.push(end);
     }
     let data_size = *offsets.last().unwrap();

@@ -68,8 +68,10 @@ fn lay_out(dir: &Path, shared: &Path) -> (usize, Vec<PathBuf>) {
             std::os::unix::fs::symlink(e.path(), dir.join(k).join(e.file_name())).unwrap();
         }
     }
-    let real: std::collections::BTreeSet<String> =
-        std::fs::read_dir(shared.join("wdl")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().replace(".lzw", "")).collect();
+    let real: std::collections::BTreeSet<String> = std::fs::read_dir(shared.join("wdl"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().replace(".lzw", ""))
+        .collect();
     // A 64·n + 8-byte head of a real file: the right size rule, the wrong content.
     let head: Vec<u8> = std::fs::read(shared.join("dtm50/KQKR.lzdtm50")).unwrap()[..64 * 64 + 8].to_vec();
     let mut stand_ins = 0;
@@ -212,7 +214,8 @@ fn a_published_size_directory_opens_lazily_and_stays_bounded() {
     let problems = |tb: &Chesstb| files.iter().filter(|f| tb.known_problem(&f.material, f.kind).is_some()).count();
     let empty_tables = files.iter().filter(|f| f.bytes == 0).count();
     assert_eq!(problems(&tb), empty_tables);
-    let krrkr: Chess = "8/8/8/8/8/2k5/8/RR1K2r1 w - - 0 1".parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
+    let krrkr: Chess =
+        "8/8/8/8/8/2k5/8/RR1K2r1 w - - 0 1".parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap();
     let e = tb.probe(&krrkr, Some(0)).expect_err("KRRKR's files are stand-ins");
     assert_eq!(e.table, "KRRKR.lzw");
     // What `tbserver verify` does: open each file; the plausible ones fail then.
@@ -231,7 +234,12 @@ fn a_published_size_directory_opens_lazily_and_stays_bounded() {
     assert_eq!(listed, empty_tables + plausible.len());
 
     // Through the service: /api/v1/tables lists them, opening nothing.
-    let mut config = tbserver::config::Config { chesstb: vec![dir.clone()], chesstb_max_open_files: MAX_OPEN, cache_entries: 0, ..Default::default() };
+    let mut config = tbserver::config::Config {
+        chesstb: vec![dir.clone()],
+        chesstb_max_open_files: MAX_OPEN,
+        cache_entries: 0,
+        ..Default::default()
+    };
     config.builtin.mode = tbserver::config::BuiltinMode::Off;
     let server = common::TestServer::start(config);
     let (status, body) = server.get("/api/v1/tables");
@@ -263,7 +271,9 @@ fn a_published_size_directory_opens_lazily_and_stays_bounded() {
     for positions in reference.values() {
         // One whose side to move the files store: a first probe, not a
         // search over the children (which opens their files too).
-        let Some(pos) = positions.iter().find(|p| alone.stores_side_to_move(p).unwrap() == Some(true)) else { continue };
+        let Some(pos) = positions.iter().find(|p| alone.stores_side_to_move(p).unwrap() == Some(true)) else {
+            continue;
+        };
         let fresh = Chesstb::open(std::slice::from_ref(&dir), 64 << 20).with_max_open_files(MAX_OPEN);
         let material = fresh.table_name(pos);
         let t = Instant::now();
@@ -280,7 +290,10 @@ fn a_published_size_directory_opens_lazily_and_stays_bounded() {
     }
     report!("opening a warm WDL file (map, read the header): {}", quantiles(open_only));
     report!("first probe of a warm file, WDL (opens the WDL file, decodes one block): {}", quantiles(wdl_first));
-    report!("first probe of WDL, DTZ and DTM (opens WDL, DTZ, DTM50; an LZMA block of DTZ and of DTM50 dominates): {}", quantiles(all_first));
+    report!(
+        "first probe of WDL, DTZ and DTM (opens WDL, DTZ, DTM50; an LZMA block of DTZ and of DTM50 dominates): {}",
+        quantiles(all_first)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -301,7 +314,8 @@ fn walk_count(dir: &Path) -> usize {
 fn concurrent_first_use_under_a_small_open_file_bound() {
     let Some(shared) = common::shared_dir("reference/chesstb-positions.jsonl") else { return };
     let Some(chesstb) = common::chesstb_dir() else { return };
-    let positions: Vec<Chess> = reference(&shared).into_values().flat_map(|v| v.into_iter().take(PER_MATERIAL)).collect();
+    let positions: Vec<Chess> =
+        reference(&shared).into_values().flat_map(|v| v.into_iter().take(PER_MATERIAL)).collect();
     let alone = Chesstb::open(std::slice::from_ref(&chesstb), 64 << 20);
     let expected: Vec<String> = positions
         .iter()

@@ -44,7 +44,9 @@ fn has_pair(board: &Board) -> bool {
 #[test]
 fn pair_tables_agree_with_full_tables() {
     let Some(pair_dir) = std::env::var_os("TBSERVER_CHESSTB_PAIR_DIR").map(PathBuf::from) else {
-        report!("TBSERVER_CHESSTB_PAIR_DIR not set: no opposing-pair table compared (opt-in, see docs/verification.md)");
+        report!(
+            "TBSERVER_CHESSTB_PAIR_DIR not set: no opposing-pair table compared (opt-in, see docs/verification.md)"
+        );
         return;
     };
     let Some(shared) = common::shared_dir("tables/chesstb/wdl/KPKP.lzw") else { return };
@@ -71,12 +73,17 @@ fn pair_tables_agree_with_full_tables() {
 
     let store = Store::new(common::generated_builtin_dir(), true).with_lazy_max_pieces(5);
     let materials: Vec<Material> = present.iter().map(|(_, b, _)| Material::parse(b).unwrap()).collect();
-    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {}).expect("generate");
+    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&materials), &|_| {})
+        .expect("generate");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
 
     // A side counts as stored where the DTM50 pack (else the DTM file) stores it.
     let stored = |p: &Chess| {
-        let kind = if with_pairs.stores_side_to_move_in(p, Kind::Dtm50).expect("chesstb").is_some() { Kind::Dtm50 } else { Kind::Dtm };
+        let kind = if with_pairs.stores_side_to_move_in(p, Kind::Dtm50).expect("chesstb").is_some() {
+            Kind::Dtm50
+        } else {
+            Kind::Dtm
+        };
         with_pairs.stores_side_to_move_in(p, kind).expect("chesstb").expect("covered")
     };
     let mut total_positions = 0;
@@ -109,13 +116,23 @@ fn pair_tables_agree_with_full_tables() {
                 }
             }
         };
-        for_positions(l, common::sample_seed() ^ m.id() as u64, SAMPLE_PER_TABLE, |p| has_pair(p.board()), |p| has_pair(p.board()), check);
+        for_positions(
+            l,
+            common::sample_seed() ^ m.id() as u64,
+            SAMPLE_PER_TABLE,
+            |p| has_pair(p.board()),
+            |p| has_pair(p.board()),
+            check,
+        );
         let positions = counts.positions.load(Ordering::Relaxed);
         report!(
             "{pair} vs built-in {builtin}{} ({}): {positions} positions with an opposing pair in {:.1} s; {}; \
              {} of the side to move chesstb leaves out not in the sample; {} disagreements",
-            full.map(|f| format!(" and chesstb's {f}: {} positions agree in WDL, DTZ, DTM and DTM50 at every clock", vs_full.load(Ordering::Relaxed)))
-                .unwrap_or_default(),
+            full.map(|f| format!(
+                " and chesstb's {f}: {} positions agree in WDL, DTZ, DTM and DTM50 at every clock",
+                vs_full.load(Ordering::Relaxed)
+            ))
+            .unwrap_or_default(),
             if common::exhaustive() { "every position" } else { "sample" },
             t0.elapsed().as_secs_f64(),
             counts.agreement(),
@@ -158,7 +175,9 @@ fn pair_tables_read_as_chesstbs_prober_reads_them() {
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
         assert_eq!(f.len(), 4, "{line}");
-        let Ok(pos) = f[0].parse::<shakmaty::fen::Fen>().unwrap().into_position::<Chess>(shakmaty::CastlingMode::Standard) else {
+        let Ok(pos) =
+            f[0].parse::<shakmaty::fen::Fen>().unwrap().into_position::<Chess>(shakmaty::CastlingMode::Standard)
+        else {
             skipped += 1;
             continue;
         };
@@ -182,4 +201,3 @@ fn pair_tables_read_as_chesstbs_prober_reads_them() {
     );
     assert!(compared > 0 && bad.is_empty());
 }
-

@@ -51,7 +51,12 @@ fn chesstb_agrees_with_builtin_tables() {
         let t = store.table(m).unwrap();
         let l = &t.layout;
         let positions: Vec<Chess> = if exhaustive() {
-            (0..l.size as u32).into_par_iter().filter(|&i| share.takes(i.into())).filter_map(|i| l.decode(i)).filter_map(|p| to_chess(l, &p)).collect()
+            (0..l.size as u32)
+                .into_par_iter()
+                .filter(|&i| share.takes(i.into()))
+                .filter_map(|i| l.decode(i))
+                .filter_map(|p| to_chess(l, &p))
+                .collect()
         } else {
             let mut seed = 0x9e37_79b9_7f4a_7c15u64 ^ m.id() as u64;
             let mut out = Vec::new();

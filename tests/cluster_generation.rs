@@ -84,12 +84,14 @@ fn checksums(dir: &Path) -> BTreeMap<String, (u64, u64)> {
 
 /// "N tables (M generated)" from a run's last line.
 fn generated(stdout: &str) -> usize {
-    let line = stdout.lines().rev().find(|l| l.contains(" generated), ")).unwrap_or_else(|| panic!("no summary in {stdout}"));
+    let line =
+        stdout.lines().rev().find(|l| l.contains(" generated), ")).unwrap_or_else(|| panic!("no summary in {stdout}"));
     line.split(" tables (").nth(1).unwrap().split(' ').next().unwrap().parse().unwrap()
 }
 
 fn fresh_dir(name: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-generation-{name}-{}", std::process::id()));
+    let dir =
+        PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("cluster-generation-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
@@ -128,7 +130,8 @@ fn sharded_waves_make_the_same_files_as_one_run() {
     // One plain run.
     let plain = work.join("plain");
     let start = Instant::now();
-    let out = succeeded("plain run", tbserver().arg("generate").args(&plain_args).arg("--out").arg(&plain).output().unwrap());
+    let out =
+        succeeded("plain run", tbserver().arg("generate").args(&plain_args).arg("--out").arg(&plain).output().unwrap());
     let plain_secs = start.elapsed().as_secs_f64();
     assert_eq!(generated(&out), selection.len());
 
@@ -153,7 +156,16 @@ fn sharded_waves_make_the_same_files_as_one_run() {
         let children: Vec<_> = (0..SHARDS)
             .map(|i| {
                 tbserver()
-                    .args(["generate", "--list", list_arg, "--wave", &w.to_string(), "--shard", &format!("{i}/{SHARDS}"), "--out"])
+                    .args([
+                        "generate",
+                        "--list",
+                        list_arg,
+                        "--wave",
+                        &w.to_string(),
+                        "--shard",
+                        &format!("{i}/{SHARDS}"),
+                        "--out",
+                    ])
                     .arg(&sharded)
                     .stdout(std::process::Stdio::piped())
                     .stderr(std::process::Stdio::piped())
@@ -219,7 +231,8 @@ fn kubernetes_wave_jobs_match_the_waves() {
     for (w, wave) in waves.iter().enumerate() {
         let job = std::fs::read_to_string(dir.join(format!("tables-5-wave-{w}.yaml"))).unwrap();
         let field = |key: &str| -> String {
-            let line = job.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("wave {w}: no {key}"));
+            let line =
+                job.lines().find(|l| l.trim_start().starts_with(key)).unwrap_or_else(|| panic!("wave {w}: no {key}"));
             line.split_once(':').unwrap().1.trim().to_owned()
         };
         assert_eq!(field("completions:"), wave.len().to_string(), "wave {w}");
@@ -228,11 +241,19 @@ fn kubernetes_wave_jobs_match_the_waves() {
         // Each pod checks its table's estimated peak against its cgroup's
         // limit before it starts: every table of the wave must fit.
         let limits = job.split_once("limits:").unwrap_or_else(|| panic!("wave {w}: no limits")).1;
-        let gib: u64 = limits.lines().find_map(|l| l.trim().strip_prefix("memory:")).and_then(|v| v.trim().strip_suffix("Gi")?.parse().ok()).unwrap();
+        let gib: u64 = limits
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("memory:"))
+            .and_then(|v| v.trim().strip_suffix("Gi")?.parse().ok())
+            .unwrap();
         for table in wave {
             let m = tbserver::builtin::Material::parse(table).unwrap();
             let needed = tbserver::builtin::budget::estimate(&m, true).peak_memory_bytes;
-            assert!(needed <= gib << 30, "wave {w}: {table} is estimated at {} MiB, above the Job's {gib} GiB limit", needed >> 20);
+            assert!(
+                needed <= gib << 30,
+                "wave {w}: {table} is estimated at {} MiB, above the Job's {gib} GiB limit",
+                needed >> 20
+            );
         }
     }
     assert!(!dir.join(format!("tables-5-wave-{}.yaml", waves.len())).exists());
@@ -271,7 +292,8 @@ fn a_read_only_replica_never_generates_and_finds_tables_made_later() {
     };
     let (status, body) = get(&format!("/api/v1/probe?fen={fen}"));
     assert_eq!((status, body["error"]["code"].as_str()), (404, Some("missing_table")), "{body}");
-    let asked = reqwest::blocking::Client::new().post(format!("{base}/api/v1/tables/generate?material=KRvK")).send().unwrap();
+    let asked =
+        reqwest::blocking::Client::new().post(format!("{base}/api/v1/tables/generate?material=KRvK")).send().unwrap();
     let asked_status = asked.status().as_u16();
     let asked: serde_json::Value = asked.json().unwrap();
     assert_eq!((asked_status, asked["error"]["code"].as_str()), (409, Some("read_only")), "{asked}");

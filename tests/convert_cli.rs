@@ -5,7 +5,10 @@ use tbserver::builtin::{Material, Store};
 
 fn convert(args: &[&str]) -> (Option<i32>, String) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_tbserver")).arg("convert").args(args).output().unwrap();
-    (output.status.code(), format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)))
+    (
+        output.status.code(),
+        format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr)),
+    )
 }
 
 #[test]

@@ -229,7 +229,11 @@ fn broken_links(doc: &Path, text: &str) -> Vec<String> {
             }
             let other = std::fs::read_to_string(&file).expect("readable Markdown file");
             if !anchors(&other).contains(fragment) {
-                problems.push(format!("{}:{n}: {target}: {} has no heading with anchor #{fragment}", doc.display(), file.display()));
+                problems.push(format!(
+                    "{}:{n}: {target}: {} has no heading with anchor #{fragment}",
+                    doc.display(),
+                    file.display()
+                ));
             }
         }
     }
@@ -357,7 +361,10 @@ fn a_broken_link_is_reported() {
 
 #[test]
 fn slugs_follow_github() {
-    assert_eq!(slug(&rendered("DTZ50'': distance to the next zeroing move")), "dtz50-distance-to-the-next-zeroing-move");
+    assert_eq!(
+        slug(&rendered("DTZ50'': distance to the next zeroing move")),
+        "dtz50-distance-to-the-next-zeroing-move"
+    );
     assert_eq!(slug(&rendered("`GET /api/v1/probe`")), "get-apiv1probe");
     assert_eq!(slug(&rendered("POST and GET `/api/v1/tables/generate`")), "post-and-get-apiv1tablesgenerate");
     assert_eq!(slug(&rendered("Sources of truth — [chesstb](https://x)")), "sources-of-truth--chesstb");
@@ -368,6 +375,9 @@ fn slugs_follow_github() {
 fn dates_and_issue_numbers_are_found() {
     assert_eq!(iso_dates("run on 2026-11-25, and 12026-11-255 is no date"), ["2026-11-25"]);
     assert!(iso_dates("1,234-56-78 v1.2.3").is_empty());
-    assert_eq!(issue_references("see #14 (#15) and issue 7, Issues #8; not a#1, [x](#12-y) or page.md#3"), ["#14", "#15", "#8", "issue 7", "Issues #8"]);
+    assert_eq!(
+        issue_references("see #14 (#15) and issue 7, Issues #8; not a#1, [x](#12-y) or page.md#3"),
+        ["#14", "#15", "#8", "issue 7", "Issues #8"]
+    );
     assert!(issue_references("the issue is 2 plies; #anchor; tissue 4; ## 5 heading").is_empty());
 }

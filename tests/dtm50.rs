@@ -192,10 +192,12 @@ fn search_against_dtm50(tables: &Tablebases, all: &[Chess], hidden: &(dyn Oracle
                     let truth = Oracle::dtm50_plies(tables, p, p.halfmoves()).expect("built-in tables cover 4 pieces");
                     let cancel = Arc::new(AtomicBool::new(false));
                     let limits = Limits { movetime: Some(movetime), ..Default::default() };
-                    let r = analyse(p, hidden, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
+                    let r =
+                        analyse(p, hidden, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
                     let mut t = tally.lock().unwrap();
                     t.decided += usize::from(truth != 0);
-                    let fail = |t: &mut Tally, why: String| t.failures.push(format!("{} (DTM50 {truth}): {why}", fen(p)));
+                    let fail =
+                        |t: &mut Tally, why: String| t.failures.push(format!("{} (DTM50 {truth}): {why}", fen(p)));
                     assert_ne!(r.stop, Some(StopReason::TableExact), "DTM50 tables are hidden");
                     match r.score {
                         Score::Mate { mate_in_plies, bound, .. } => {
@@ -203,7 +205,9 @@ fn search_against_dtm50(tables: &Tablebases, all: &[Chess], hidden: &(dyn Oracle
                             match bound {
                                 ScoreBound::Exact if mate_in_plies == truth => t.exact += 1,
                                 ScoreBound::AtMost if same_side && truth.abs() <= mate_in_plies.abs() => t.at_most += 1,
-                                ScoreBound::AtLeast if same_side && truth.abs() >= mate_in_plies.abs() => t.at_least += 1,
+                                ScoreBound::AtLeast if same_side && truth.abs() >= mate_in_plies.abs() => {
+                                    t.at_least += 1
+                                }
                                 _ => fail(&mut t, format!("search says {bound:?} {mate_in_plies}")),
                             }
                         }
@@ -247,7 +251,12 @@ fn search_against_dtm50(tables: &Tablebases, all: &[Chess], hidden: &(dyn Oracle
         t.unsolved_wins,
         t.failures.len()
     );
-    assert!(t.failures.is_empty(), "{} failures, first ones:\n{}", t.failures.len(), t.failures[..t.failures.len().min(20)].join("\n"));
+    assert!(
+        t.failures.is_empty(),
+        "{} failures, first ones:\n{}",
+        t.failures.len(),
+        t.failures[..t.failures.len().min(20)].join("\n")
+    );
     assert!(t.exact > 0 && t.draws > 0);
 }
 
@@ -259,7 +268,10 @@ fn search_against_dtm50(tables: &Tablebases, all: &[Chess], hidden: &(dyn Oracle
 fn search_proves_short_mates_exactly() {
     let Some(config) = config(true) else { return };
     let tables = tbserver::app::open_tablebases(&config);
-    let builtin = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin, tbserver::builtin::Waiting::Block))]);
+    let builtin = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(
+        &config.builtin,
+        tbserver::builtin::Waiting::Block,
+    ))]);
     let wdl_dtz_only = WithoutDtm(&tables);
     const MAX_PLIES: i32 = 9;
     let wanted = if common::exhaustive() { 150 } else { 50 };
@@ -278,7 +290,11 @@ fn search_proves_short_mates_exactly() {
         }
         short += 1;
         by_pieces[p.board().occupied().count()] += 1;
-        let limits = Limits { depth: Some(dtm.unsigned_abs() + 1), movetime: Some(Duration::from_secs(20)), ..Default::default() };
+        let limits = Limits {
+            depth: Some(dtm.unsigned_abs() + 1),
+            movetime: Some(Duration::from_secs(20)),
+            ..Default::default()
+        };
         let cancel = Arc::new(AtomicBool::new(false));
         let r = analyse(&p, &wdl_dtz_only, &limits, &SearchOptions { threads: 1, hash_mb: 16 }, &cancel, &mut |_| {});
         match r.score {
@@ -303,9 +319,15 @@ fn search_proves_short_mates_exactly() {
 #[test]
 fn oracle_answers_at_any_clock() {
     let Some(config) = config(false) else { return };
-    let tables = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(&config.builtin, tbserver::builtin::Waiting::Block))]);
+    let tables = Tablebases::new(vec![Arc::new(tbserver::sources::builtin::BuiltinSource::new(
+        &config.builtin,
+        tbserver::builtin::Waiting::Block,
+    ))]);
     // KBNvK, mate in 59 plies: drawn once the clock leaves fewer than 59.
-    let p: Chess = Fen::from_ascii(b"8/8/8/8/8/2k5/8/KBN5 w - - 0 1").unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap();
+    let p: Chess = Fen::from_ascii(b"8/8/8/8/8/2k5/8/KBN5 w - - 0 1")
+        .unwrap()
+        .into_position(shakmaty::CastlingMode::Standard)
+        .unwrap();
     assert_eq!(Oracle::dtm50_plies(&tables, &p, 0), Some(59));
     assert_eq!(Oracle::dtm50_plies(&tables, &p, 41), Some(59));
     assert_eq!(Oracle::dtm50_plies(&tables, &p, 42), Some(0));

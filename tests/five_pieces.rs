@@ -147,7 +147,11 @@ fn a_five_piece_table_is_generated_on_request_then_answers_exactly() {
     // Asked for by name (either colouring): 202 with the plan, KNNvKN last.
     let start = Instant::now();
     let (status, body) = send(client.post(api("/api/v1/tables/generate?material=KNvKNN")));
-    assert_eq!((status, body["state"].as_str(), body["material"].as_str()), (202, Some("pending"), Some(MATERIAL)), "{body}");
+    assert_eq!(
+        (status, body["state"].as_str(), body["material"].as_str()),
+        (202, Some("pending"), Some(MATERIAL)),
+        "{body}"
+    );
     let tables = body["progress"]["tables"].as_array().unwrap();
     assert_eq!(tables.last().unwrap()["material"], MATERIAL, "{body}");
     assert!(body["progress"]["estimated_remaining_s"].as_f64().unwrap() > 0.0, "{body}");

@@ -106,7 +106,10 @@ fn files_answer_at_once_while_builtin_tables_generate() {
         assert!(took < Duration::from_secs(1), "{fen}: answered in {took:?}");
         assert_eq!(body["sources"]["dtz50"], "syzygy", "{fen}");
         let pending = pending(&body);
-        assert!(pending.contains(&"dtm".to_owned()) && pending.contains(&"dtm50".to_owned()), "{fen}: pending {pending:?}");
+        assert!(
+            pending.contains(&"dtm".to_owned()) && pending.contains(&"dtm50".to_owned()),
+            "{fen}: pending {pending:?}"
+        );
         assert!(!pending.contains(&"dtz50".to_owned()) && !pending.contains(&"wdl50".to_owned()), "{fen}: {pending:?}");
         // The lichess endpoint likewise.
         let start = Instant::now();
@@ -279,7 +282,11 @@ fn storm(client: &reqwest::blocking::Client, server: &Server) -> (usize, Duratio
     let slowest = answers.iter().map(|a| a.1).max().unwrap();
     assert!(slowest < Duration::from_secs(5), "slowest first answer {slowest:?}");
     // Generation goes on meanwhile: a 3-piece table is answered.
-    let kqk = until_complete(client, &url(&server.base, "/standard", "8/8/8/8/8/2k5/8/KQ6 w - - 0 1"), Duration::from_secs(30));
+    let kqk = until_complete(
+        client,
+        &url(&server.base, "/standard", "8/8/8/8/8/2k5/8/KQ6 w - - 0 1"),
+        Duration::from_secs(30),
+    );
     assert_eq!(kqk["category"], "win");
     (answers.iter().filter(|a| a.0 == 200).count(), slowest)
 }
@@ -299,7 +306,11 @@ fn sixteen_concurrent_first_requests_share_one_generation_and_sigterm_exits() {
     if std::env::var_os("GENERATION_STORM_ONLY").is_some() {
         let generated = generated_once(&server);
         let (exit_after, kept) = terminate(server, &dir);
-        report!("storm: {ok} of 16 answered 200, slowest {slowest:?}; {} tables generated once each; SIGTERM exit after {exit_after:?}, {} whole tables kept", generated.len(), kept.len());
+        report!(
+            "storm: {ok} of 16 answered 200, slowest {slowest:?}; {} tables generated once each; SIGTERM exit after {exit_after:?}, {} whole tables kept",
+            generated.len(),
+            kept.len()
+        );
         let _ = std::fs::remove_dir_all(&dir);
         return;
     }

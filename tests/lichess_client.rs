@@ -32,8 +32,18 @@ use ciborium::Value;
 use common::{TestServer, enc};
 
 /// model.py `ApiCategory`.
-const CATEGORIES: [&str; 10] =
-    ["win", "unknown", "syzygy-win", "maybe-win", "cursed-win", "draw", "blessed-loss", "maybe-loss", "syzygy-loss", "loss"];
+const CATEGORIES: [&str; 10] = [
+    "win",
+    "unknown",
+    "syzygy-win",
+    "maybe-win",
+    "cursed-win",
+    "draw",
+    "blessed-loss",
+    "maybe-loss",
+    "syzygy-loss",
+    "loss",
+];
 
 /// Asks as the front end does; returns the status and the decoded CBOR body,
 /// after checking the headers that tell a cache the body depends on Accept.
@@ -46,7 +56,8 @@ fn ask_cbor(server: &TestServer, path: &str, fen: &str) -> (u16, Option<Value>, 
         return (status, None, serde_json::Value::Null);
     }
     assert_eq!(response.headers()["content-type"], "application/cbor", "{path} {fen}");
-    let vary: Vec<_> = response.headers().get_all("vary").iter().map(|v| v.to_str().unwrap().to_ascii_lowercase()).collect();
+    let vary: Vec<_> =
+        response.headers().get_all("vary").iter().map(|v| v.to_str().unwrap().to_ascii_lowercase()).collect();
     assert!(vary.iter().any(|v| v.split(',').any(|p| p.trim() == "accept")), "Vary: {vary:?}");
     let body = response.bytes().unwrap();
     let value: Value = ciborium::from_reader(&body[..]).unwrap_or_else(|e| panic!("{path} {fen}: not CBOR: {e}"));
@@ -58,7 +69,11 @@ fn ask_cbor(server: &TestServer, path: &str, fen: &str) -> (u16, Option<Value>, 
 }
 
 fn get<'a>(map: &'a Value, key: &str) -> Option<&'a Value> {
-    map.as_map().unwrap_or_else(|| panic!("not a map: {map:?}")).iter().find(|(k, _)| k.as_text() == Some(key)).map(|(_, v)| v)
+    map.as_map()
+        .unwrap_or_else(|| panic!("not a map: {map:?}"))
+        .iter()
+        .find(|(k, _)| k.as_text() == Some(key))
+        .map(|(_, v)| v)
 }
 
 /// `key` is present and an integer or null (`.get()` would take absence as
@@ -100,7 +115,8 @@ fn check_standard(server: &TestServer, fen: &str) -> (Option<i128>, String, usiz
     for key in ["checkmate", "stalemate", "insufficient_material"] {
         boolean(&body, key, fen);
     }
-    let moves = get(&body, "moves").and_then(Value::as_array).unwrap_or_else(|| panic!("{fen}: `moves` is not an array"));
+    let moves =
+        get(&body, "moves").and_then(Value::as_array).unwrap_or_else(|| panic!("{fen}: `moves` is not an array"));
     for m in moves {
         let uci = text(m, "uci", fen).to_owned();
         let what = format!("{fen} {uci}");
@@ -130,7 +146,8 @@ fn check_mainline(server: &TestServer, fen: &str) -> (Option<i128>, Option<Strin
         }
         other => panic!("{fen}: `winner` is {other:?}"),
     };
-    let line = get(&body, "mainline").and_then(Value::as_array).unwrap_or_else(|| panic!("{fen}: `mainline` is not an array"));
+    let line =
+        get(&body, "mainline").and_then(Value::as_array).unwrap_or_else(|| panic!("{fen}: `mainline` is not an array"));
     for step in line {
         let uci = text(step, "uci", fen);
         assert!(int_or_null(step, "dtz", fen).is_some(), "{fen} {uci}: the PGN export formats `dtz` with %d");
@@ -173,14 +190,17 @@ fn syzygy_tables_info_reads_every_answer() {
     assert_eq!((dtz, winner, plies), (Some(0), None, 0));
     let (_, winner, plies) = check_mainline(&server, "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1");
     assert_eq!((winner.as_deref(), plies), (Some("w"), 0));
-    report!("syzygy-tables.info contract: 6 /standard and 3 /standard/mainline answers decoded from CBOR, equal to JSON");
+    report!(
+        "syzygy-tables.info contract: 6 /standard and 3 /standard/mainline answers decoded from CBOR, equal to JSON"
+    );
 }
 
 #[test]
 fn errors_follow_the_accept_header_except_on_lichess_endpoints() {
     let Some(server) = TestServer::with_shared_tables() else { return };
     let client = reqwest::blocking::Client::new();
-    let ask = |path: &str| client.get(format!("{}{path}", server.base)).header("accept", "application/cbor").send().unwrap();
+    let ask =
+        |path: &str| client.get(format!("{}{path}", server.base)).header("accept", "application/cbor").send().unwrap();
     // tbserver's own API: the error in CBOR, same shape as the JSON one.
     let response = ask("/api/v1/probe?fen=not-a-fen");
     assert_eq!(response.status(), 400);
@@ -201,7 +221,10 @@ fn errors_follow_the_accept_header_except_on_lichess_endpoints() {
     assert_eq!(body["error"]["code"], "invalid_fen");
     // tbserver's own answers in CBOR too.
     let response = ask(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1")));
-    assert_eq!((response.status().as_u16(), response.headers()["content-type"].to_str().unwrap()), (200, "application/cbor"));
+    assert_eq!(
+        (response.status().as_u16(), response.headers()["content-type"].to_str().unwrap()),
+        (200, "application/cbor")
+    );
     let cbor: serde_json::Value = ciborium::from_reader(&response.bytes().unwrap()[..]).unwrap();
     let (_, json) = server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1")));
     assert_eq!(cbor, json);

@@ -40,10 +40,18 @@ fn positions_without_tables_are_unknown_and_rate_what_they_can() {
     // so the position is a win with DTZ 1 (the winning capture is zeroing).
     let a = ok(&server, "/standard", "6kr/8/8/8/8/8/n7/RR4K1 w - - 0 1");
     let first = &moves(&a)[0];
-    assert_eq!((first["uci"].as_str(), first["category"].as_str(), first["conversion"].as_bool()), (Some("a1a2"), Some("loss"), Some(true)), "{a}");
+    assert_eq!(
+        (first["uci"].as_str(), first["category"].as_str(), first["conversion"].as_bool()),
+        (Some("a1a2"), Some("loss"), Some(true)),
+        "{a}"
+    );
     assert!(first["dtz"].as_i64().unwrap() < 0, "{first}");
     assert!(moves(&a)[1..].iter().all(|m| m["category"] == "unknown"), "{a}");
-    assert_eq!((a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64()), (Some("win"), Some(1), Some(1)), "{a}");
+    assert_eq!(
+        (a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64()),
+        (Some("win"), Some(1), Some(1)),
+        "{a}"
+    );
 
     // tbserver's own API still refuses them, with its own codes.
     let (status, body) = get(&server, "/api/v1/probe", "8/8/4k3/8/2P1P3/4K3/r7/5R2 w - - 0 1");
@@ -99,7 +107,11 @@ fn category_words_and_null_cases_are_lichess_s() {
     let Some(server) = TestServer::with_shared_tables() else { return };
     // DTZ 21 (rounded) at clock 79: exactly at the edge, rounding unknown.
     let a = ok(&server, "/standard", "4k3/8/8/8/8/8/8/4K2R w - - 79 40");
-    assert_eq!((a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64()), (Some("syzygy-win"), Some(21), None), "{a}");
+    assert_eq!(
+        (a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64()),
+        (Some("syzygy-win"), Some(21), None),
+        "{a}"
+    );
     assert_eq!((moves(&a)[0]["uci"].as_str(), moves(&a)[0]["category"].as_str()), (Some("h1h7"), Some("syzygy-loss")));
     assert_eq!(moves(&a)[1]["category"], "blessed-loss");
     // tbserver's own API says the same in its own words.
@@ -114,29 +126,39 @@ fn category_words_and_null_cases_are_lichess_s() {
     assert_eq!(moves(&a).last().unwrap()["category"], "win");
 
     // The verdict is the flip of the best move's, cursed wins included.
-    for fen in ["3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1", "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1", "8/8/8/4k3/8/8/8/KB6 w - - 0 1"] {
+    for fen in
+        ["3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1", "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1", "8/8/8/4k3/8/8/8/KB6 w - - 0 1"]
+    {
         let a = ok(&server, "/standard", fen);
-        let flip = |c: &str| match c {
-            "win" => "loss",
-            "loss" => "win",
-            "cursed-win" => "blessed-loss",
-            "blessed-loss" => "cursed-win",
-            other => other,
-        }
-        .to_owned();
+        let flip = |c: &str| {
+            match c {
+                "win" => "loss",
+                "loss" => "win",
+                "cursed-win" => "blessed-loss",
+                "blessed-loss" => "cursed-win",
+                other => other,
+            }
+            .to_owned()
+        };
         assert_eq!(a["category"].as_str().unwrap(), flip(moves(&a)[0]["category"].as_str().unwrap()), "{fen}");
     }
     assert_eq!(ok(&server, "/standard", "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1")["category"], "cursed-win");
 
     // Checkmate: DTM null (0 means a draw in lichess's DTM), DTZ −1.
     let mate = ok(&server, "/standard", "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1");
-    assert_eq!((mate["checkmate"].as_bool(), mate["category"].as_str(), mate["dtz"].as_i64()), (Some(true), Some("loss"), Some(-1)));
+    assert_eq!(
+        (mate["checkmate"].as_bool(), mate["category"].as_str(), mate["dtz"].as_i64()),
+        (Some(true), Some("loss"), Some(-1))
+    );
     assert!(mate["dtm"].is_null() && mate["dtw"].is_null() && mate["dtc"].is_null(), "{mate}");
     assert!(moves(&mate).is_empty());
     // The mating move: checkmate first, DTM null; other moves keep their DTM.
     let a = ok(&server, "/standard", "7k/8/6K1/8/8/8/8/5Q2 w - - 0 1");
     let qf8 = &moves(&a)[0];
-    assert_eq!((qf8["san"].as_str(), qf8["checkmate"].as_bool(), qf8["dtz"].as_i64()), (Some("Qf8#"), Some(true), Some(-1)));
+    assert_eq!(
+        (qf8["san"].as_str(), qf8["checkmate"].as_bool(), qf8["dtz"].as_i64()),
+        (Some("Qf8#"), Some(true), Some(-1))
+    );
     assert!(qf8["dtm"].is_null(), "{qf8}");
     assert_eq!(moves(&a)[1]["dtm"].as_i64(), Some(-2), "{a}");
     assert_eq!(a["dtm"].as_i64(), Some(1));
@@ -156,7 +178,11 @@ fn category_words_and_null_cases_are_lichess_s() {
     // Stalemate and bare kings: a draw with DTZ 0 and DTM 0.
     for fen in ["7k/5Q2/6K1/8/8/8/8/8 b - - 0 1", "8/8/8/4k3/8/8/8/4K3 w - - 0 1"] {
         let a = ok(&server, "/standard", fen);
-        assert_eq!((a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64(), a["dtm"].as_i64()), (Some("draw"), Some(0), Some(0), Some(0)), "{fen}: {a}");
+        assert_eq!(
+            (a["category"].as_str(), a["dtz"].as_i64(), a["precise_dtz"].as_i64(), a["dtm"].as_i64()),
+            (Some("draw"), Some(0), Some(0), Some(0)),
+            "{fen}: {a}"
+        );
     }
     report!("categories: syzygy-win/-loss at the 100-ply edge; null DTM for checkmate");
 }
@@ -191,7 +217,8 @@ fn best_move_line(tables: &Tablebase<Chess>, mut pos: Chess) -> Value {
 
 #[test]
 fn mainline_is_best_move_played_out() {
-    let (Some(server), Some(reference), Some(dir)) = (TestServer::with_shared_tables(), reference_file(), syzygy_dir()) else {
+    let (Some(server), Some(reference), Some(dir)) = (TestServer::with_shared_tables(), reference_file(), syzygy_dir())
+    else {
         return;
     };
     let mut tables = Tablebase::new();
@@ -206,7 +233,11 @@ fn mainline_is_best_move_played_out() {
         }
         assert_eq!(got, expected, "{fen}");
         let n = expected["mainline"].as_array().unwrap().len();
-        if expected["winner"].is_null() { claims += 1 } else { mates += 1 }
+        if expected["winner"].is_null() {
+            claims += 1
+        } else {
+            mates += 1
+        }
         positions += 1;
         plies += n;
     };
@@ -217,10 +248,14 @@ fn mainline_is_best_move_played_out() {
         }
     }
     // The examples: a mate in 6 plies, and a queen promotion.
-    for fen in ["3kR3/8/5K2/8/4r2Q/8/8/8 b - - 0 1", "8/8/6K1/8/7p/3p4/2k5/8 b - - 0 1", "4k3/8/8/8/8/8/8/4K2R w - - 79 40"] {
+    for fen in
+        ["3kR3/8/5K2/8/4r2Q/8/8/8 b - - 0 1", "8/8/6K1/8/7p/3p4/2k5/8 b - - 0 1", "4k3/8/8/8/8/8/8/4K2R w - - 79 40"]
+    {
         check(fen);
     }
-    report!("mainline = best_move played out: {positions} decisive positions, {plies} plies, {mates} end in mate, {claims} in a draw claim");
+    report!(
+        "mainline = best_move played out: {positions} decisive positions, {plies} plies, {mates} end in mate, {claims} in a draw claim"
+    );
     assert!(positions >= 300, "too few decisive reference positions: {positions}");
     let a = ok(&server, "/standard/mainline", "3kR3/8/5K2/8/4r2Q/8/8/8 b - - 0 1");
     let sans: Vec<&str> = a["mainline"].as_array().unwrap().iter().map(|s| s["san"].as_str().unwrap()).collect();
@@ -232,7 +267,10 @@ fn mainline_is_best_move_played_out() {
     let a = ok(&server, "/standard/mainline", "8/8/8/4k3/8/8/8/KB6 w - - 0 1");
     assert_eq!((a["mainline"].as_array().unwrap().len(), a["winner"].is_null(), a["dtz"].as_i64()), (0, true, Some(0)));
     let a = ok(&server, "/standard/mainline", "7k/6Q1/6K1/8/8/8/8/8 b - - 0 1");
-    assert_eq!((a["mainline"].as_array().unwrap().len(), a["winner"].as_str(), a["dtz"].as_i64()), (0, Some("w"), Some(-1)));
+    assert_eq!(
+        (a["mainline"].as_array().unwrap().len(), a["winner"].as_str(), a["dtz"].as_i64()),
+        (0, Some("w"), Some(-1))
+    );
 }
 
 /// tbserver's own DTZ line: mate whenever a mate is there, queen promotions,
@@ -246,7 +284,8 @@ fn own_dtz_line_prefers_mate_and_queens() {
         assert_eq!(line["end"], "checkmate", "{fen}: {line}");
         let mut pos = position(fen);
         for step in line["mainline"].as_array().unwrap() {
-            let answer = ok(&server, "/api/v1/probe", &Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string());
+            let answer =
+                ok(&server, "/api/v1/probe", &Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string());
             let can_mate = moves(&answer).iter().any(|m| m["checkmate"] == true);
             let m = UciMove::from_ascii(step["uci"].as_str().unwrap().as_bytes()).unwrap().to_move(&pos).unwrap();
             pos.play_unchecked(m);
@@ -283,7 +322,10 @@ impl tbserver::sources::TableSource for WithoutBestMove {
     fn probe_wdl(&self, pos: &Chess) -> tbserver::sources::ProbeResult<shakmaty_syzygy::Wdl> {
         self.0.probe_wdl(pos)
     }
-    fn probe_dtz(&self, pos: &Chess) -> tbserver::sources::ProbeResult<shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>> {
+    fn probe_dtz(
+        &self,
+        pos: &Chess,
+    ) -> tbserver::sources::ProbeResult<shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>> {
         self.0.probe_dtz(pos)
     }
     fn tables(&self) -> Vec<tbserver::sources::TableInfo> {
@@ -309,7 +351,9 @@ fn own_best_move_rule_equals_the_library_s() {
         for _ in 0..8 {
             let expected = tables.best_move(&pos).unwrap();
             let got = tbserver::probe::dtz_best_move(&own, &pos).unwrap();
-            let view = |b: Option<(shakmaty::Move, shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>)>| b.map(|(m, d)| (m, d.ignore_rounding()));
+            let view = |b: Option<(shakmaty::Move, shakmaty_syzygy::MaybeRounded<shakmaty_syzygy::Dtz>)>| {
+                b.map(|(m, d)| (m, d.ignore_rounding()))
+            };
             assert_eq!(view(got), view(expected), "{}", Fen::from_position(&pos, shakmaty::EnPassantMode::Legal));
             compared += 1;
             let Some((m, _)) = expected else { break };
@@ -357,7 +401,8 @@ fn precise_dtz_comes_from_exact_sources() {
         step["precise_dtz"] = step["dtz"].clone();
     }
     assert!(steps.iter().any(|s| s["dtz"].as_i64().unwrap().abs() > 1));
-    let got: Vec<(&Value, &Value, &Value)> = line["mainline"].as_array().unwrap().iter().map(|s| (&s["uci"], &s["dtz"], &s["precise_dtz"])).collect();
+    let got: Vec<(&Value, &Value, &Value)> =
+        line["mainline"].as_array().unwrap().iter().map(|s| (&s["uci"], &s["dtz"], &s["precise_dtz"])).collect();
     let want: Vec<(&Value, &Value, &Value)> = steps.iter().map(|s| (&s["uci"], &s["dtz"], &s["precise_dtz"])).collect();
     assert_eq!(got, want);
     assert_eq!((line["dtz"].as_i64(), line["precise_dtz"].as_i64()), (Some(29), Some(29)));
@@ -379,13 +424,22 @@ fn precise_dtz_comes_from_exact_sources() {
         .lines()
         .filter_map(|l| Some(serde_json::from_str::<Value>(l).ok()?["fen"].as_str()?.to_owned()))
         .filter(|fen| position(fen).board().occupied().count() == 5)
-        .filter(|fen| !builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(position(fen).board()))).exists())
+        .filter(|fen| {
+            !builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(position(fen).board()))).exists()
+        })
         .find_map(|fen| match tables.probe_dtz(&position(&fen)).unwrap() {
             rounded @ shakmaty_syzygy::MaybeRounded::Rounded(d) if d.0 != 0 => Some((fen, rounded)),
             _ => None,
         })
         .expect("a 5-piece reference position with a rounded DTZ");
     let a = ok(&server, "/standard", &five);
-    assert_eq!((a["dtz"].as_i64(), a["precise_dtz"].is_null()), (Some(i64::from(syzygy.ignore_rounding().0)), true), "{a}");
-    report!("precise_dtz: KRvK exact at the root, {filled} moves and {} mainline steps; 5 pieces stay null", steps.len());
+    assert_eq!(
+        (a["dtz"].as_i64(), a["precise_dtz"].is_null()),
+        (Some(i64::from(syzygy.ignore_rounding().0)), true),
+        "{a}"
+    );
+    report!(
+        "precise_dtz: KRvK exact at the root, {filled} moves and {} mainline steps; 5 pieces stay null",
+        steps.len()
+    );
 }

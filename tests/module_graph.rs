@@ -52,7 +52,9 @@ fn tokens(src: &str) -> Vec<Tok> {
                     i += 1;
                 }
             }
-        } else if c == b'r' && (src[i..].starts_with("r#\"") || src[i..].starts_with("r\"") || src[i..].starts_with("r##\"")) {
+        } else if c == b'r'
+            && (src[i..].starts_with("r#\"") || src[i..].starts_with("r\"") || src[i..].starts_with("r##\""))
+        {
             let hashes = src[i + 1..].bytes().take_while(|&h| h == b'#').count();
             let close = format!("\"{}", "#".repeat(hashes));
             let start = i + 2 + hashes;
@@ -190,7 +192,8 @@ fn parse(src: &str) -> Module {
                     if !inline.is_empty() && p[0] == "super" {
                         p[0] = "self".into();
                     }
-                    if public && inline.is_empty()
+                    if public
+                        && inline.is_empty()
                         && let Some(name) = name
                     {
                         m.reexports.insert(name, p.clone());
@@ -199,7 +202,9 @@ fn parse(src: &str) -> Module {
                 }
                 continue;
             }
-            Tok::Ident(s) if ["crate", "super", "self"].contains(&s.as_str()) && toks.get(i + 1) == Some(&Tok::Punct("::")) => {
+            Tok::Ident(s)
+                if ["crate", "super", "self"].contains(&s.as_str()) && toks.get(i + 1) == Some(&Tok::Punct("::")) =>
+            {
                 let mut p = vec![if !inline.is_empty() && s == "super" { "self".to_owned() } else { s.clone() }];
                 while toks.get(i + 1) == Some(&Tok::Punct("::")) {
                     match toks.get(i + 2) {
@@ -381,7 +386,11 @@ fn module_graph_has_no_cycle() {
         let common = from.iter().zip(to).take_while(|(a, b)| a == b).count();
         let (a, b) = (from[common].clone(), to[common].clone());
         levels.entry(from[..common].to_vec()).or_default().insert((a.clone(), b.clone()));
-        why.entry((name(&from[..=common]), name(&to[..=common]))).or_default().push(format!("{} -> {}", name(from), name(to)));
+        why.entry((name(&from[..=common]), name(&to[..=common]))).or_default().push(format!(
+            "{} -> {}",
+            name(from),
+            name(to)
+        ));
     }
     let mut failures = Vec::new();
     for (parent, level) in &levels {
@@ -406,5 +415,8 @@ fn module_graph_has_no_cycle() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     // The reader itself must see the dependencies it is meant to judge.
     let has = |a: &str, b: &str| edges.iter().any(|(x, y)| name(x) == a && name(y) == b);
-    assert!(has("tablebase", "search") && has("builtin::generate", "builtin::dtm50") && has("http", "probe"), "{edges:?}");
+    assert!(
+        has("tablebase", "search") && has("builtin::generate", "builtin::dtm50") && has("http", "probe"),
+        "{edges:?}"
+    );
 }

@@ -43,7 +43,9 @@ fn every_route_is_in_the_openapi_document() {
             let url = format!("{}{}", server.base, example_request(path, operation));
             let response = match method.as_str() {
                 "get" => client.get(&url).send().unwrap(),
-                "post" => client.post(&url).header("content-type", "application/json").body(r#"{"fens":[]}"#).send().unwrap(),
+                "post" => {
+                    client.post(&url).header("content-type", "application/json").body(r#"{"fens":[]}"#).send().unwrap()
+                }
                 other => panic!("unexpected method {other} for {path}"),
             };
             let status = response.status().as_u16();
@@ -71,10 +73,18 @@ fn every_route_is_in_the_openapi_document() {
         // part of the API and deliberately undocumented.
         let source = source.replace(r#".route("/_bench/stored""#, "");
         for bypass in [".route(\"", ".nest(\"", ".route_service(", ".nest_service("] {
-            assert!(!source.contains(bypass), "{} adds a route with {bypass} outside the OpenAPI document", path.display());
+            assert!(
+                !source.contains(bypass),
+                "{} adds a route with {bypass} outside the OpenAPI document",
+                path.display()
+            );
         }
     }
-    report!("openapi: {} operations on {} paths, each routed and its example status documented", operations.len(), paths.len());
+    report!(
+        "openapi: {} operations on {} paths, each routed and its example status documented",
+        operations.len(),
+        paths.len()
+    );
     assert_eq!(operations.len(), 23);
 }
 
@@ -99,7 +109,10 @@ fn errors_are_documented_with_their_codes_and_statuses() {
                 for &status in statuses {
                     let response = &operation["responses"][status];
                     assert!(response.is_object(), "{method} {path} lacks {status}");
-                    assert_eq!(response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody", "{method} {path} {status}: {response}");
+                    assert_eq!(
+                        response["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/ErrorBody",
+                        "{method} {path} {status}: {response}"
+                    );
                 }
             }
         }

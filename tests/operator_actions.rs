@@ -111,9 +111,11 @@ impl Netns {
         let text = String::from_utf8(out.stdout).unwrap();
         let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP response");
         let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
-        let authenticate = head
-            .lines()
-            .find_map(|l| l.split_once(':').filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate")).map(|(_, v)| v.trim().to_owned()));
+        let authenticate = head.lines().find_map(|l| {
+            l.split_once(':')
+                .filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.trim().to_owned())
+        });
         (status, authenticate, serde_json::from_str(body).unwrap_or(Value::Null))
     }
 }
@@ -137,11 +139,17 @@ impl Server {
     /// built-in tables in `dir`; `config` is added to the config file.
     fn start(ip: &str, dir: &Path, config: &str, env: &[(&str, &str)]) -> Server {
         let file = dir.with_extension("toml");
-        std::fs::write(&file, format!("cache_entries = 0\n{config}\n[builtin]\ndir = {:?}\nwait_ms = 0\n", dir.to_str().unwrap()))
-            .unwrap();
+        std::fs::write(
+            &file,
+            format!("cache_entries = 0\n{config}\n[builtin]\ndir = {:?}\nwait_ms = 0\n", dir.to_str().unwrap()),
+        )
+        .unwrap();
         let mut command = Command::new(env!("CARGO_BIN_EXE_tbserver"));
         command.args(["serve", "--config"]).arg(&file).args(["--listen", &format!("{ip}:0")]).env("RUST_LOG", "info");
-        command.env_remove("TBSERVER_ADMIN_TOKEN").env_remove("TBSERVER_ADMIN_TOKEN_FILE").env_remove("TBSERVER_BUILTIN_DIR");
+        command
+            .env_remove("TBSERVER_ADMIN_TOKEN")
+            .env_remove("TBSERVER_ADMIN_TOKEN_FILE")
+            .env_remove("TBSERVER_BUILTIN_DIR");
         for (k, v) in env {
             command.env(k, v);
         }
@@ -212,7 +220,11 @@ fn copy_dependencies(materials: &[&Material], dir: &Path) {
 /// Bytes of the generated tables `material` converts into.
 fn dependencies_bytes(material: &Material) -> u64 {
     let source = generated_builtin_dir();
-    material.dependencies().iter().map(|d| std::fs::metadata(source.join(format!("{}.{}", d.name(), format::EXTENSION))).unwrap().len()).sum()
+    material
+        .dependencies()
+        .iter()
+        .map(|d| std::fs::metadata(source.join(format!("{}.{}", d.name(), format::EXTENSION))).unwrap().len())
+        .sum()
 }
 
 /// Polls `GET /api/v1/tables/generate` until `done` holds for its answer.
@@ -338,10 +350,15 @@ fn requests_by_name_are_bounded() {
     let (status, _, body) = post(&format!("{}/api/v1/tables/generate?material={}", server.base, accepted[0]));
     assert_eq!(status, 202, "{body}");
     assert_eq!(metric(&server.base, "tbserver_generations_refused_total{reason=\"queue\"}"), 96.0);
-    report!("100 POSTs of different 5-piece tables: {} accepted ({}), {refused} refused with queue_full", accepted.len(), accepted.join(" "));
+    report!(
+        "100 POSTs of different 5-piece tables: {} accepted ({}), {refused} refused with queue_full",
+        accepted.len(),
+        accepted.join(" ")
+    );
     for m in &accepted {
         let (_, body) = get(&format!("{}/api/v1/tables/generate?material={m}", server.base));
-        let target = body["progress"]["tables"].as_array().unwrap().iter().find(|t| t["material"] == m.as_str()).cloned();
+        let target =
+            body["progress"]["tables"].as_array().unwrap().iter().find(|t| t["material"] == m.as_str()).cloned();
         assert!(target.is_some_and(|t| t["state"] != "generating"), "{m} never started: {body}");
     }
     drop(server);
@@ -381,7 +398,9 @@ fn budgets_are_checked_before_any_work() {
     assert!(table_files(&dir).is_empty(), "refused before any work");
     assert_eq!(metric(&server.base, "tbserver_generations_refused_total{reason=\"memory\"}"), 1.0);
     assert_eq!(metric(&server.base, "tbserver_generations_refused_total{reason=\"disk\"}"), 1.0);
-    report!("refused before any work: KRBvKQ on 16 MiB of tmpfs (507), over a 500 MiB memory cap (503); KQvKR over a 1 MiB disk cap (507)");
+    report!(
+        "refused before any work: KRBvKQ on 16 MiB of tmpfs (507), over a 500 MiB memory cap (503); KQvKR over a 1 MiB disk cap (507)"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -401,7 +420,8 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
     let expected = reference_answer(fen);
     let needed = budget::estimate(&target, true).disk_bytes;
     // The file the shared directory holds: what the write below must not fit.
-    let target_bytes = std::fs::metadata(generated_builtin_dir().join(format!("KQPvK.{}", format::EXTENSION))).unwrap().len();
+    let target_bytes =
+        std::fs::metadata(generated_builtin_dir().join(format!("KQPvK.{}", format::EXTENSION))).unwrap().len();
     let mut outcome = String::new();
     // The disk must fill after the check at the job's start and before the
     // write, a window of the generation's length (hundreds of ms); a slow
@@ -450,7 +470,9 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
         assert_eq!((status, &answer), (200, &expected));
         assert!(table_files(&fs.dir).contains(&"KQPvK.tbsb".to_owned()));
         assert_eq!(metric(&server.base, "tbserver_builtin_failed_tables"), 0.0);
-        report!("disk full while generating KQPvK (attempt {attempt}): {error}; nothing left; written and answering after space was freed");
+        report!(
+            "disk full while generating KQPvK (attempt {attempt}): {error}; nothing left; written and answering after space was freed"
+        );
         return;
     }
     panic!("the disk never filled inside the generation's window: {outcome}");
@@ -491,7 +513,9 @@ fn sigkill_during_generation_then_restart_answers_correctly() {
     assert_eq!(answer, expected);
     assert!(!stale.exists(), "the killed writer's temporary file is removed");
     assert!(dir.join("KQPvK.tbsb").exists());
-    report!("SIGKILL while generating KQPvK, restart: generated again, the same answer, the stale temporary file removed");
+    report!(
+        "SIGKILL while generating KQPvK, restart: generated again, the same answer, the stale temporary file removed"
+    );
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }

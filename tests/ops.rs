@@ -20,7 +20,9 @@ fn parse_openmetrics(text: &str) -> HashMap<String, f64> {
     assert_eq!(lines.last(), Some(&"# EOF"), "exposition must end with # EOF");
     let is_name = |s: &str| {
         !s.is_empty()
-            && s.chars().enumerate().all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()))
+            && s.chars()
+                .enumerate()
+                .all(|(i, c)| c.is_ascii_alphabetic() || c == '_' || c == ':' || (i > 0 && c.is_ascii_digit()))
     };
     for line in &lines[..lines.len() - 1] {
         if let Some(meta) = line.strip_prefix("# ") {
@@ -29,9 +31,13 @@ fn parse_openmetrics(text: &str) -> HashMap<String, f64> {
             assert!(is_name(name), "bad metric name in {line:?}");
             match kind {
                 "TYPE" => {
-                    let known = ["counter", "gauge", "histogram", "summary", "info", "stateset", "gaugehistogram", "unknown"];
+                    let known =
+                        ["counter", "gauge", "histogram", "summary", "info", "stateset", "gaugehistogram", "unknown"];
                     assert!(known.contains(&rest), "bad type in {line:?}");
-                    assert!(families.insert(name.to_owned(), rest.to_owned()).is_none(), "family {name} declared twice");
+                    assert!(
+                        families.insert(name.to_owned(), rest.to_owned()).is_none(),
+                        "family {name} declared twice"
+                    );
                 }
                 "HELP" | "UNIT" => {}
                 _ => panic!("unknown metadata line {line:?}"),
@@ -43,7 +49,10 @@ fn parse_openmetrics(text: &str) -> HashMap<String, f64> {
         let name = series.split('{').next().unwrap();
         assert!(is_name(name), "bad sample name in {line:?}");
         if let Some(labels) = series.strip_prefix(name).filter(|l| !l.is_empty()) {
-            let inner = labels.strip_prefix('{').and_then(|l| l.strip_suffix('}')).unwrap_or_else(|| panic!("bad labels in {line:?}"));
+            let inner = labels
+                .strip_prefix('{')
+                .and_then(|l| l.strip_suffix('}'))
+                .unwrap_or_else(|| panic!("bad labels in {line:?}"));
             for pair in inner.split("\",").map(|p| p.trim_end_matches('"')) {
                 let (key, value) = pair.split_once("=\"").unwrap_or_else(|| panic!("bad label {pair:?} in {line:?}"));
                 assert!(is_name(key) && !value.contains('"'), "bad label {pair:?} in {line:?}");
@@ -152,7 +161,8 @@ fn start_binary() -> Option<(Server, String)> {
 fn sigterm_finishes_requests_in_flight_and_stops_searches() {
     let Some((mut server, base)) = start_binary() else { return };
     // Beyond the tables: each search would run its whole 8 s budget.
-    let search = format!("{base}/api/v1/analyse?fen={}&movetime_ms=8000", enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1"));
+    let search =
+        format!("{base}/api/v1/analyse?fen={}&movetime_ms=8000", enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1"));
     let searches: Vec<_> = (0..2)
         .map(|_| {
             let url = search.clone();
@@ -165,12 +175,14 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
         })
         .collect();
     // Batches of probes, sent back to back until the server stops accepting.
-    let fens: Vec<String> = std::fs::read_to_string(common::shared_dir("reference/positions.jsonl").unwrap().join("reference/positions.jsonl"))
-        .unwrap()
-        .lines()
-        .take(200)
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["fen"].as_str().unwrap().to_owned())
-        .collect();
+    let fens: Vec<String> = std::fs::read_to_string(
+        common::shared_dir("reference/positions.jsonl").unwrap().join("reference/positions.jsonl"),
+    )
+    .unwrap()
+    .lines()
+    .take(200)
+    .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["fen"].as_str().unwrap().to_owned())
+    .collect();
     let batch = serde_json::json!({ "fens": fens }).to_string();
     let probers: Vec<_> = (0..4)
         .map(|_| {
@@ -185,7 +197,9 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
                         Ok(r) => {
                             let status = r.status().as_u16();
                             match r.json::<serde_json::Value>() {
-                                Ok(body) if status == 200 && body["results"].as_array().is_some_and(|a| a.len() == 200) => {
+                                Ok(body)
+                                    if status == 200 && body["results"].as_array().is_some_and(|a| a.len() == 200) =>
+                                {
                                     answered.push((sent, Instant::now()))
                                 }
                                 other => broken.push(format!("{status}: {other:?}")),
@@ -228,7 +242,9 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
     }
     let status = server.0.wait().unwrap();
     let exit_after = term_sent.elapsed();
-    report!("shutdown: {total} probe batches of 200 answered, {in_flight} of them in flight at SIGTERM; {status} {exit_after:?} after SIGTERM");
+    report!(
+        "shutdown: {total} probe batches of 200 answered, {in_flight} of them in flight at SIGTERM; {status} {exit_after:?} after SIGTERM"
+    );
     assert!(status.success(), "{status}");
     assert!(in_flight > 0, "no probe request was in flight at SIGTERM; the test proved nothing");
 }

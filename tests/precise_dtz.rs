@@ -108,8 +108,12 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
     // table the service reads.
     let builtin_five = |pos: &Chess| {
         pos.board().occupied().count() == 5
-            && common::builtin_file_version(&builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board()))))
-                .is_some_and(|v| (tbserver::builtin::format::OLDEST_READ_VERSION..=tbserver::builtin::format::VERSION).contains(&v))
+            && common::builtin_file_version(
+                &builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board()))),
+            )
+            .is_some_and(|v| {
+                (tbserver::builtin::format::OLDEST_READ_VERSION..=tbserver::builtin::format::VERSION).contains(&v)
+            })
     };
     let mut counts = Counts::default();
     let mut check = |pos: &Chess| {
@@ -129,10 +133,21 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
             // (KRBvKQ, KNNvKN, ...) in the directory shared with them.
             MaybeRounded::Rounded(Dtz(d)) if pos.board().occupied().count() <= 4 || builtin_five(pos) => {
                 counts.made_exact += 1;
-                assert_eq!((ours.rounding, ours.rounded_in, info.sources.dtz50), (Rounding::Exact, Some(Source::Syzygy), Some(Source::Builtin)), "{fen}");
-                assert!(ours.plies == d || ours.plies == d + d.signum(), "{fen}: exact {} outside rounded {d}", ours.plies);
+                assert_eq!(
+                    (ours.rounding, ours.rounded_in, info.sources.dtz50),
+                    (Rounding::Exact, Some(Source::Syzygy), Some(Source::Builtin)),
+                    "{fen}"
+                );
+                assert!(
+                    ours.plies == d || ours.plies == d + d.signum(),
+                    "{fen}: exact {} outside rounded {d}",
+                    ours.plies
+                );
                 let theirs = chesstb.probe(pos, Some(0)).unwrap();
-                assert!(theirs.is_some() || pos.board().occupied().count() == 5, "{fen}: chesstb covers every 3-4-piece table");
+                assert!(
+                    theirs.is_some() || pos.board().occupied().count() == 5,
+                    "{fen}: chesstb covers every 3-4-piece table"
+                );
                 // chesstb halves cursed distances: only its wins and losses are exact.
                 if let Some(theirs) = theirs
                     && matches!(theirs.wdl, Some(Class::Win | Class::Loss))
@@ -143,7 +158,11 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
             }
             MaybeRounded::Rounded(Dtz(d)) => {
                 counts.left_rounded += 1;
-                assert_eq!((ours.plies, ours.rounding, info.sources.dtz50), (d, Rounding::MaybeRounded, Some(Source::Syzygy)), "{fen}");
+                assert_eq!(
+                    (ours.plies, ours.rounding, info.sources.dtz50),
+                    (d, Rounding::MaybeRounded, Some(Source::Syzygy)),
+                    "{fen}"
+                );
             }
         }
     };

@@ -6,13 +6,14 @@ mod common;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
-use shakmaty::fen::Fen;
 use common::{Rng, random_position};
+use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Position};
 use shakmaty_syzygy::Wdl;
 use tbserver::domain::{Category, Dtz50};
 use tbserver::search::{
-    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, StopReason, WithoutDtm, analyse, mate_bound,
+    Limits, NoBound, Oracle, Score, ScoreBound, SearchOptions, SearchResult, StopReason, WithoutDtm, analyse,
+    mate_bound,
 };
 
 fn tables(gaviota: bool) -> Option<impl Oracle> {
@@ -63,8 +64,8 @@ fn clock_70_position_is_unusable() {
 }
 
 const MATERIALS: &[&str] = &[
-    "KQvK", "KRvK", "KPvK", "KBvK", "KQvKR", "KRvKP", "KPvKP", "KBNvK", "KBBvK", "KQvKB", "KNPvK", "KRPvKR",
-    "KQNvKQ", "KRBvKR", "KNNvKP", "KBBvKN", "KQRvKR", "KRBvKQ",
+    "KQvK", "KRvK", "KPvK", "KBvK", "KQvKR", "KRvKP", "KPvKP", "KBNvK", "KBBvK", "KQvKB", "KNPvK", "KRPvKR", "KQNvKQ",
+    "KRBvKR", "KNNvKP", "KBBvKN", "KQRvKR", "KRBvKQ",
 ];
 
 #[test]
@@ -90,14 +91,20 @@ fn bounds_contain_the_truth_on_random_positions() {
                     assert!(b.max_plies >= dtz.ignore_rounding().0.unsigned_abs());
                     if p.board().occupied().count() == 3 && clock == 0 {
                         let dtm = t.dtm_plies(&p).unwrap();
-                        assert!(b.min_plies <= dtm.unsigned_abs() && dtm.unsigned_abs() <= b.max_plies,
-                            "{} dtm {dtm} bound {b:?}", Fen::from_position(&p, shakmaty::EnPassantMode::Legal));
+                        assert!(
+                            b.min_plies <= dtm.unsigned_abs() && dtm.unsigned_abs() <= b.max_plies,
+                            "{} dtm {dtm} bound {b:?}",
+                            Fen::from_position(&p, shakmaty::EnPassantMode::Legal)
+                        );
                         dtm_checked += 1;
                     }
                 }
                 Err(NoBound::Draw | NoBound::FiftyMoveRule) => {
                     draws += 1;
-                    assert!(matches!(verdict, Category::Draw | Category::CursedWin | Category::BlessedLoss), "{verdict:?}");
+                    assert!(
+                        matches!(verdict, Category::Draw | Category::CursedWin | Category::BlessedLoss),
+                        "{verdict:?}"
+                    );
                 }
                 Err(NoBound::UnusableAtClock) => unusable += 1,
                 Err(NoBound::Unknown) => panic!("tables answered"),
@@ -138,7 +145,13 @@ fn root_move_never_spoils_the_verdict() {
             .unwrap();
         let mut after = p.clone();
         after.play_unchecked(m);
-        assert_eq!(category(&t, &after).flip(), reachable, "{} played {}", Fen::from_position(&p, shakmaty::EnPassantMode::Legal), best.uci);
+        assert_eq!(
+            category(&t, &after).flip(),
+            reachable,
+            "{} played {}",
+            Fen::from_position(&p, shakmaty::EnPassantMode::Legal),
+            best.uci
+        );
         checked += 1;
         decisive += usize::from(reachable != Category::Draw);
     }
@@ -244,7 +257,11 @@ fn search_scores_are_sound_at_random_clocks() {
             }
             exact += usize::from(bound == ScoreBound::Exact);
         } else {
-            assert!(!matches!(verdict, Category::Win | Category::Loss) || r.stop != Some(tbserver::search::StopReason::MateProven), "{fen}");
+            assert!(
+                !matches!(verdict, Category::Win | Category::Loss)
+                    || r.stop != Some(tbserver::search::StopReason::MateProven),
+                "{fen}"
+            );
         }
     }
     report!("mate scores {mates} (exact {exact}), checked against DTM {checked_dtm}");
@@ -259,7 +276,14 @@ fn lazy_smp_cancellation_and_cli() {
     let p = pos("6k1/5R2/6K1/8/8/8/3r4/5B2 w - - 0 1");
     let cancel = Arc::new(AtomicBool::new(false));
     let mut depths = 0;
-    let r = analyse(&p, &only, &Limits { depth: Some(30), ..Default::default() }, &SearchOptions { threads: 2, hash_mb: 16 }, &cancel, &mut |_| depths += 1);
+    let r = analyse(
+        &p,
+        &only,
+        &Limits { depth: Some(30), ..Default::default() },
+        &SearchOptions { threads: 2, hash_mb: 16 },
+        &cancel,
+        &mut |_| depths += 1,
+    );
     println!("2 threads: {:?} depth {} nodes {} events {depths}", r.score, r.depth, r.nodes);
     assert!(matches!(r.score, Score::Mate { mate_in_plies: 15, bound: ScoreBound::Exact, .. }), "{r:?}");
     assert_eq!(r.stop, Some(tbserver::search::StopReason::MateProven));
@@ -278,7 +302,8 @@ fn lazy_smp_cancellation_and_cli() {
     assert!(r.elapsed_ms < 2_000 && r.best_move.is_some(), "{r:?}");
 
     let mut out = Vec::new();
-    let r = tbserver::search::run_analyse_cli("3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1", &only, Some(2_000), None, &mut out).unwrap();
+    let r = tbserver::search::run_analyse_cli("3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1", &only, Some(2_000), None, &mut out)
+        .unwrap();
     let text = String::from_utf8(out).unwrap();
     println!("{text}");
     assert!(text.contains("score mate 13") && text.contains(&format!("bestmove {}", r.best_move.unwrap().uci)));

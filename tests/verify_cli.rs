@@ -36,7 +36,11 @@ fn verify_reports_each_bad_file() {
     kqvk[last] ^= 0x40;
     write("KQvK.tbsb", &kqvk);
 
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tbserver")).args(["verify", "--deep", "--samples", "200"]).arg(&dir).output().unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_tbserver"))
+        .args(["verify", "--deep", "--samples", "200"])
+        .arg(&dir)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert_eq!(output.status.code(), Some(1), "{stdout}");
     let verdicts: BTreeMap<String, String> = stdout

@@ -102,7 +102,11 @@ pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
     let span = layout.layer_span() as f64;
     let kept = generate::most_kept_layers(&layout) as f64;
     let (memory, file_per_position) = if with_dtm50 {
-        let per_layer = if bishop_knight_mates(material) { MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES } else { MEMORY_PER_LAYER_POSITION };
+        let per_layer = if bishop_knight_mates(material) {
+            MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES
+        } else {
+            MEMORY_PER_LAYER_POSITION
+        };
         (
             memory_bytes(positions, span, kept, [MEMORY_PER_POSITION, per_layer, MEMORY_PER_KEPT_POSITION]),
             if three_pieces_against_bare_king(material) {
@@ -117,7 +121,11 @@ pub fn estimate(material: &Material, with_dtm50: bool) -> Estimate {
                 positions,
                 span,
                 kept,
-                [MEMORY_PER_POSITION_WITHOUT_DTM50, MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50, MEMORY_PER_KEPT_POSITION_WITHOUT_DTM50],
+                [
+                    MEMORY_PER_POSITION_WITHOUT_DTM50,
+                    MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50,
+                    MEMORY_PER_KEPT_POSITION_WITHOUT_DTM50,
+                ],
             ),
             FILE_BYTES_PER_POSITION_WITHOUT_DTM50,
         )
@@ -139,7 +147,10 @@ fn three_pieces_against_bare_king(material: &Material) -> bool {
 fn bishop_knight_mates(material: &Material) -> bool {
     use shakmaty::Role::{Bishop, Knight};
     let w = &material.white;
-    three_pieces_against_bare_king(material) && w.iter().all(|r| matches!(r, Bishop | Knight)) && w.contains(&Bishop) && w.contains(&Knight)
+    three_pieces_against_bare_king(material)
+        && w.iter().all(|r| matches!(r, Bishop | Knight))
+        && w.contains(&Bishop)
+        && w.contains(&Knight)
 }
 
 /// Peak memory of a generation of `positions` index positions whose
@@ -196,9 +207,13 @@ pub enum Refusal {
         .needed_bytes / MIB, .available.bytes / MIB, .available.limited_by
     )]
     Disk { tables: String, needed_bytes: u64, available: Room },
-    #[error("this server's built-in tables are read-only (builtin.mode = \"readonly\"): they are made elsewhere, e.g. by `tbserver generate` into the shared directory")]
+    #[error(
+        "this server's built-in tables are read-only (builtin.mode = \"readonly\"): they are made elsewhere, e.g. by `tbserver generate` into the shared directory"
+    )]
     ReadOnly,
-    #[error("{pending} tables are already queued or being generated, the most this server takes (builtin.max_queued_tables); retry later")]
+    #[error(
+        "{pending} tables are already queued or being generated, the most this server takes (builtin.max_queued_tables); retry later"
+    )]
     QueueFull { pending: usize },
     #[error("could not write {table}: {reason}; not kept in memory ({} MiB, over what builtin.max_unwritten_mib leaves)", .bytes / MIB)]
     Unwritten { table: String, reason: String, bytes: u64 },
@@ -316,7 +331,14 @@ fn free_space(_dir: &Path) -> Option<u64> {
 
 fn mem_available() -> Option<Room> {
     let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kib: u64 = meminfo.lines().find_map(|l| l.strip_prefix("MemAvailable:"))?.trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kib: u64 = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("MemAvailable:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
     Some(Room { bytes: kib * 1024, limited_by: "MemAvailable".into() })
 }
 
@@ -345,7 +367,8 @@ fn cgroup_memory_room() -> Option<Room> {
     let rel = own.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p))?;
     let base = Path::new("/sys/fs/cgroup/memory");
     for dir in [base.join(rel.trim_start_matches('/')), base.to_path_buf()] {
-        if let (Some(limit), Some(usage)) = (read(&dir.join("memory.limit_in_bytes")), read(&dir.join("memory.usage_in_bytes")))
+        if let (Some(limit), Some(usage)) =
+            (read(&dir.join("memory.limit_in_bytes")), read(&dir.join("memory.usage_in_bytes")))
             && let (Ok(limit), Ok(usage)) = (limit.parse::<u64>(), usage.parse::<u64>())
         {
             // "No limit" is a huge number, rounded to pages.
@@ -382,7 +405,10 @@ mod tests {
         // 64 MiB are spilled: KBNvKP's 989 MB file spilled 925 MB.
         assert_eq!(kqkr.spill_bytes, 0);
         let kbnkp = estimate(&m("KBNvKP"), true);
-        assert_eq!(kbnkp.spill_bytes, kbnkp.disk_bytes - format::index_bytes(Layout::new(&m("KBNvKP")).size) - (64 << 20));
+        assert_eq!(
+            kbnkp.spill_bytes,
+            kbnkp.disk_bytes - format::index_bytes(Layout::new(&m("KBNvKP")).size) - (64 << 20)
+        );
         assert!(kbnkp.spill_bytes >= 989_071_136 - (64 << 20));
     }
 
@@ -477,7 +503,11 @@ mod tests {
         let mut tightest = f64::INFINITY;
         for (name, file_bytes) in MEASURED_FILE {
             let e = estimate(&Material::parse(name).unwrap(), true);
-            assert!(e.disk_bytes >= file_bytes, "{name}: estimate {} below the file's {file_bytes} bytes", e.disk_bytes);
+            assert!(
+                e.disk_bytes >= file_bytes,
+                "{name}: estimate {} below the file's {file_bytes} bytes",
+                e.disk_bytes
+            );
             tightest = tightest.min(e.disk_bytes as f64 / file_bytes as f64);
         }
         assert!(tightest <= 2.0, "the estimate is more than twice every file measured: {tightest:.2}x");
@@ -508,7 +538,10 @@ mod tests {
         assert_eq!(dtm50_memory_verdict(5 * MIB as usize, room(GENERATION_MEMORY_MARGIN_BYTES)), Ok(()));
         assert_eq!(dtm50_memory_verdict(5 * MIB as usize, None), Ok(()));
         let e = dtm50_memory_verdict(5 * MIB as usize, room(GENERATION_MEMORY_MARGIN_BYTES - 1)).unwrap_err();
-        assert_eq!(e, "out of memory: DTM50's segments take 5 MiB so far, and MemAvailable has 255 MiB left, less than the 256 MiB kept free");
+        assert_eq!(
+            e,
+            "out of memory: DTM50's segments take 5 MiB so far, and MemAvailable has 255 MiB left, less than the 256 MiB kept free"
+        );
     }
 
     #[test]

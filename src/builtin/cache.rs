@@ -270,7 +270,9 @@ mod tests {
         pool.install(|| {
             use rayon::prelude::*;
             (0..64).into_par_iter().for_each(|_| {
-                let b = fresh.get_or_decode(BlockKey { table: 2, block: 0, part: Dtm50Part::All }, || Ok(block(3))).unwrap();
+                let b = fresh
+                    .get_or_decode(BlockKey { table: 2, block: 0, part: Dtm50Part::All }, || Ok(block(3)))
+                    .unwrap();
                 assert_eq!(b.dtm, [9, 9, 9]);
             })
         });

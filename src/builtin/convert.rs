@@ -28,11 +28,23 @@ pub enum Outcome {
 /// the current version is left as it is unless `recompress`. Fails, leaving
 /// the file as it was, if the file cannot be read (version 3 or 4, a
 /// damaged block) or the new file would not read back the same values.
-pub fn convert_file(path: &Path, material: &Material, compression: Compression, recompress: bool) -> Result<Outcome, String> {
+pub fn convert_file(
+    path: &Path,
+    material: &Material,
+    compression: Compression,
+    recompress: bool,
+) -> Result<Outcome, String> {
     let layout = Layout::new(material);
     let old = std::fs::read(path).map_err(|e| e.to_string())?;
     let (header, blocks) = format::validate_layout(&old, material, layout.size).map_err(|e| {
-        if e.contains("format version") { format!("{e}: only versions {} and later convert; delete the file to generate it again", format::OLDEST_READ_VERSION) } else { e }
+        if e.contains("format version") {
+            format!(
+                "{e}: only versions {} and later convert; delete the file to generate it again",
+                format::OLDEST_READ_VERSION
+            )
+        } else {
+            e
+        }
     })?;
     if blocks.version == format::VERSION && !recompress {
         return Ok(Outcome::Current);
@@ -46,14 +58,20 @@ pub fn convert_file(path: &Path, material: &Material, compression: Compression, 
         })
         .collect::<Result<Vec<_>, String>>()?;
     let new = format::assemble(material, layout.size, blocks.has_dtm50, header.legal_positions, &encoded);
-    let (new_header, new_blocks) = format::validate_layout(&new, material, layout.size).map_err(|e| format!("the new file does not read: {e}"))?;
+    let (new_header, new_blocks) =
+        format::validate_layout(&new, material, layout.size).map_err(|e| format!("the new file does not read: {e}"))?;
     let checked_positions = (0..blocks.entries.len())
         .into_par_iter()
         .map(|b| same_values(&layout, &old, &blocks, &new, &new_blocks, b).map_err(|e| format!("block {b}: {e}")))
         .sum::<Result<u64, String>>()?;
     replace(path, &new)?;
     stats::carry_over(path, material, header.crc32, new_header.crc32);
-    Ok(Outcome::Converted { from_version: blocks.version, bytes_before: old.len() as u64, bytes_after: new.len() as u64, checked_positions })
+    Ok(Outcome::Converted {
+        from_version: blocks.version,
+        bytes_before: old.len() as u64,
+        bytes_after: new.len() as u64,
+        checked_positions,
+    })
 }
 
 /// Marks the illegal indexes of a decoded block (indexes `range`) unknown,
@@ -72,7 +90,14 @@ fn leave_out_illegal(layout: &Layout, range: std::ops::Range<usize>, d: &mut for
 }
 
 /// Compares block `b`'s legal positions in two files; returns how many.
-fn same_values(layout: &Layout, old: &[u8], old_blocks: &format::Blocks, new: &[u8], new_blocks: &format::Blocks, b: usize) -> Result<u64, String> {
+fn same_values(
+    layout: &Layout,
+    old: &[u8],
+    old_blocks: &format::Blocks,
+    new: &[u8],
+    new_blocks: &format::Blocks,
+    b: usize,
+) -> Result<u64, String> {
     let (x, y) = (format::decode_block(old, old_blocks, b)?, format::decode_block(new, new_blocks, b)?);
     let (mut sx, mut sy) = (Vec::<Segment>::new(), Vec::<Segment>::new());
     let mut checked = 0;
@@ -81,7 +106,11 @@ fn same_values(layout: &Layout, old: &[u8], old_blocks: &format::Blocks, new: &[
             continue;
         }
         if (x.dtz[j], x.dtm[j]) != (y.dtz[j], y.dtm[j]) {
-            return Err(format!("index {idx}: DTZ50'' and DTM {:?} became {:?}", (x.dtz[j], x.dtm[j]), (y.dtz[j], y.dtm[j])));
+            return Err(format!(
+                "index {idx}: DTZ50'' and DTM {:?} became {:?}",
+                (x.dtz[j], x.dtm[j]),
+                (y.dtz[j], y.dtm[j])
+            ));
         }
         if let (Some(dx), Some(dy)) = (&x.dtm50, &y.dtm50) {
             (sx.clear(), sy.clear());
@@ -147,16 +176,25 @@ mod tests {
             let outcome = convert_file(&path, &kqkr, Compression::Fast, false).unwrap();
             assert_eq!(
                 outcome,
-                Outcome::Converted { from_version: version, bytes_before: old.len() as u64, bytes_after: generated.len() as u64, checked_positions: header.legal_positions }
+                Outcome::Converted {
+                    from_version: version,
+                    bytes_before: old.len() as u64,
+                    bytes_after: generated.len() as u64,
+                    checked_positions: header.legal_positions
+                }
             );
             assert!(std::fs::read(&path).unwrap() == generated, "version {version}: not the generated file");
         }
         assert_eq!(convert_file(&path, &kqkr, Compression::Fast, false), Ok(Outcome::Current));
-        let Outcome::Converted { bytes_after, .. } = convert_file(&path, &kqkr, Compression::Small, true).unwrap() else { panic!("not converted") };
+        let Outcome::Converted { bytes_after, .. } = convert_file(&path, &kqkr, Compression::Small, true).unwrap()
+        else {
+            panic!("not converted")
+        };
         assert!(bytes_after < generated.len() as u64, "{bytes_after}");
         // The statistics still belong to the file: a store reads them
         // rather than computing them again.
-        let after: stats::TableStats = serde_json::from_slice(&std::fs::read(stats::sidecar_path(&path)).unwrap()).unwrap();
+        let after: stats::TableStats =
+            serde_json::from_slice(&std::fs::read(stats::sidecar_path(&path)).unwrap()).unwrap();
         let before: stats::TableStats = serde_json::from_slice(&stats_before).unwrap();
         assert_eq!(after, stats::TableStats { table_crc32: after.table_crc32, ..before.clone() });
         assert_ne!(after.table_crc32, before.table_crc32);
@@ -179,7 +217,10 @@ mod tests {
         let err = convert_file(&path, &krk, Compression::Small, true).unwrap_err();
         assert!(err.starts_with("block ") && err.contains("checksum"), "{err}");
         assert!(std::fs::read(&path).unwrap() == bytes);
-        assert!(std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("convert")), "a temporary file left");
+        assert!(
+            std::fs::read_dir(&dir).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().contains("convert")),
+            "a temporary file left"
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

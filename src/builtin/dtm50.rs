@@ -25,8 +25,8 @@ use super::{
     change_points::ChangeLog,
     index::Layout,
     memory::{Members, filled},
-    radix,
     moves::{Neighbours, for_each_neighbour_prefetched, prefetch},
+    radix,
     value::{self, DRAW, UNKNOWN},
 };
 
@@ -104,7 +104,9 @@ impl Builder {
     /// ascending index, each once), up to its clock.
     fn record_run(&mut self, value: u16, found: impl IntoIterator<Item = (u32, i8)>) {
         let base = self.base;
-        let points = found.into_iter().map(|(idx, max_clock)| ((idx as usize - base) as u32, max_clock.min(LAST_MOVE_CLOCK as i8) as u8));
+        let points = found
+            .into_iter()
+            .map(|(idx, max_clock)| ((idx as usize - base) as u32, max_clock.min(LAST_MOVE_CLOCK as i8) as u8));
         self.log.push_run(value, points);
     }
 
@@ -455,7 +457,9 @@ fn update(a: &AtomicU32, mode: Mode, f: impl Fn(State) -> Option<State>) -> Opti
                 before
             })
         }
-        Mode::Shared => a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| f(State(w)).map(|s| s.0)).ok().map(State),
+        Mode::Shared => {
+            a.fetch_update(Ordering::Relaxed, Ordering::Relaxed, |w| f(State(w)).map(|s| s.0)).ok().map(State)
+        }
     }
 }
 
@@ -671,8 +675,7 @@ pub fn solve_layer(
     // and bit validity of `AtomicU32` (and `i8` those of `AtomicI8`); the
     // exclusive borrows are held for as long as the shared views live.
     let state: &[AtomicU32] = unsafe { &*(&mut scratch.state[..] as *mut [State] as *const [AtomicU32]) };
-    let least: &[AtomicI8] =
-        unsafe { &*(&mut scratch.least_predecessor_clock[..] as *mut [i8] as *const [AtomicI8]) };
+    let least: &[AtomicI8] = unsafe { &*(&mut scratch.least_predecessor_clock[..] as *mut [i8] as *const [AtomicI8]) };
     let word = |idx: u32| &state[idx as usize - base];
     // Losses found at the previous distance, with their new clock.
     let mut lost: Vec<(u32, i8)> = mated;
@@ -712,30 +715,37 @@ pub fn solve_layer(
         }
         // Losses at n: positions whose replies changed at n - 1.
         let mut recompute: Vec<u32> = sharing.chunked(&won, &mut shared_secs, |chunk, mode, found| {
-            for_each_neighbour_prefetched(l, Neighbours::Unmoves, chunk.iter().copied(), |(r, _)| r, ahead, |(r, t_old), preds| {
-                let t_new = load(word(r)).thr();
-                for &qi in preds {
-                    let a = word(qi);
-                    let q = load(a);
-                    if !q.in_play() {
-                        continue;
-                    }
-                    let again = if t_old <= 0 {
-                        // This reply was drawn for the winner at every clock the
-                        // loser can reach it with; now it is won at some.
-                        if t_new < 1 {
+            for_each_neighbour_prefetched(
+                l,
+                Neighbours::Unmoves,
+                chunk.iter().copied(),
+                |(r, _)| r,
+                ahead,
+                |(r, t_old), preds| {
+                    let t_new = load(word(r)).thr();
+                    for &qi in preds {
+                        let a = word(qi);
+                        let q = load(a);
+                        if !q.in_play() {
                             continue;
                         }
-                        decrement(a, mode).counter() == 1
-                    } else {
-                        // Only the tightest reply bounds the loser's clock.
-                        q.counter() == 0 && t_old - 1 == q.thr()
-                    };
-                    if again && stamp_once(a, mode, loss_stamp) {
-                        found.push(qi);
+                        let again = if t_old <= 0 {
+                            // This reply was drawn for the winner at every clock the
+                            // loser can reach it with; now it is won at some.
+                            if t_new < 1 {
+                                continue;
+                            }
+                            decrement(a, mode).counter() == 1
+                        } else {
+                            // Only the tightest reply bounds the loser's clock.
+                            q.counter() == 0 && t_old - 1 == q.thr()
+                        };
+                        if again && stamp_once(a, mode, loss_stamp) {
+                            found.push(qi);
+                        }
                     }
-                }
-            });
+                },
+            );
         });
         if let Some(v) = loss_exits.get_mut(n) {
             for idx in std::mem::take(v) {
@@ -753,24 +763,31 @@ pub fn solve_layer(
         // Only its own test changes a position's word here (the list has
         // each position once): plain stores, whether shared or not.
         let lost_now: Vec<(u32, i8)> = sharing.chunked(&recompute, &mut shared_secs, |chunk, _mode, found| {
-            for_each_neighbour_prefetched(l, Neighbours::QuietChildren, chunk.iter().copied(), |p| p, ahead, |p, children| {
-                let mut u = LAST_MOVE_CLOCK as i8;
-                for &qi in children {
-                    // Children are legal positions, whose words are never
-                    // empty; the test only guards against an index outside them.
-                    let q = load(word(qi));
-                    if q.0 != 0 {
-                        u = u.min((q.thr() - 1).max(NONE_YET));
+            for_each_neighbour_prefetched(
+                l,
+                Neighbours::QuietChildren,
+                chunk.iter().copied(),
+                |p| p,
+                ahead,
+                |p, children| {
+                    let mut u = LAST_MOVE_CLOCK as i8;
+                    for &qi in children {
+                        // Children are legal positions, whose words are never
+                        // empty; the test only guards against an index outside them.
+                        let q = load(word(qi));
+                        if q.0 != 0 {
+                            u = u.min((q.thr() - 1).max(NONE_YET));
+                        }
                     }
-                }
-                let w = load(word(p));
-                if u > w.thr() {
-                    let mut t = w;
-                    t.set_thr(u);
-                    word(p).store(t.0, Ordering::Relaxed);
-                    found.push((p, u));
-                }
-            });
+                    let w = load(word(p));
+                    if u > w.thr() {
+                        let mut t = w;
+                        t.set_thr(u);
+                        word(p).store(t.0, Ordering::Relaxed);
+                        found.push((p, u));
+                    }
+                },
+            );
         });
         // In index order, as `recompute` is.
         out.record_run(value::loss(n as u16), lost_now.iter().copied());
@@ -782,39 +799,46 @@ pub fn solve_layer(
             lost.retain(|&(q, u)| raised_clock(u) > least[q as usize - base].load(Ordering::Relaxed));
         }
         let mut won_now: Vec<(u32, i8)> = sharing.chunked(&lost, &mut shared_secs, |chunk, mode, found| {
-            for_each_neighbour_prefetched(l, Neighbours::Unmoves, chunk.iter().copied(), |(q, _)| q, ahead, |(q, u), preds| {
-                let clock = raised_clock(u);
-                let mut least_clock = i8::MAX;
-                for &pi in preds {
-                    let a = word(pi);
-                    let w = load(a);
-                    if !w.in_play() {
-                        continue;
-                    }
-                    if matches!(mode, Mode::Alone) {
-                        // One read of the word: `raise` and the read after it
-                        // in one.
-                        if let Some(t) = raised(w, clock, win_stamp) {
-                            a.store(t.0, Ordering::Relaxed);
-                            if !w.stamped(win_stamp) {
-                                found.push((pi, w.thr()));
-                            }
+            for_each_neighbour_prefetched(
+                l,
+                Neighbours::Unmoves,
+                chunk.iter().copied(),
+                |(q, _)| q,
+                ahead,
+                |(q, u), preds| {
+                    let clock = raised_clock(u);
+                    let mut least_clock = i8::MAX;
+                    for &pi in preds {
+                        let a = word(pi);
+                        let w = load(a);
+                        if !w.in_play() {
+                            continue;
                         }
-                        least_clock = least_clock.min(clock.max(w.thr()));
-                        continue;
+                        if matches!(mode, Mode::Alone) {
+                            // One read of the word: `raise` and the read after it
+                            // in one.
+                            if let Some(t) = raised(w, clock, win_stamp) {
+                                a.store(t.0, Ordering::Relaxed);
+                                if !w.stamped(win_stamp) {
+                                    found.push((pi, w.thr()));
+                                }
+                            }
+                            least_clock = least_clock.min(clock.max(w.thr()));
+                            continue;
+                        }
+                        if let Some(before) = raise(a, mode, clock, win_stamp) {
+                            found.push((pi, before));
+                        }
+                        // Read after the raise: at least `clock`, maybe more
+                        // if another thread raised it too; a lower bound
+                        // of its clock from now on either way.
+                        least_clock = least_clock.min(load(a).thr());
                     }
-                    if let Some(before) = raise(a, mode, clock, win_stamp) {
-                        found.push((pi, before));
+                    if let Some(slot) = least.get(q as usize - base) {
+                        slot.store(least_clock, Ordering::Relaxed);
                     }
-                    // Read after the raise: at least `clock`, maybe more
-                    // if another thread raised it too; a lower bound
-                    // of its clock from now on either way.
-                    least_clock = least_clock.min(load(a).thr());
-                }
-                if let Some(slot) = least.get(q as usize - base) {
-                    slot.store(least_clock, Ordering::Relaxed);
-                }
-            });
+                },
+            );
         });
         if let Some(v) = win_exits.get_mut(n) {
             for idx in std::mem::take(v) {

@@ -38,8 +38,8 @@ use rayon::prelude::*;
 
 use super::{
     dtm50::{Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
-    value::{self, DRAW, UNKNOWN},
     material::Material,
+    value::{self, DRAW, UNKNOWN},
 };
 
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
@@ -311,9 +311,10 @@ impl DecodedBlock {
 
     /// Memory it holds, for the cache's weight.
     pub fn bytes(&self) -> usize {
-        let d = self.dtm50.as_ref().map_or(0, |d| {
-            4 * (d.inline.len() + d.overflow_index.len() + d.overflow_start.len() + d.segments.len())
-        });
+        let d = self
+            .dtm50
+            .as_ref()
+            .map_or(0, |d| 4 * (d.inline.len() + d.overflow_index.len() + d.overflow_start.len() + d.segments.len()));
         2 * (self.dtz.len() + self.dtm.len() + self.more_rank.len()) + d + std::mem::size_of::<Self>()
     }
 }
@@ -445,7 +446,8 @@ const PAIRS: u16 = 240;
 #[inline]
 fn pair_byte(rise: u16, held: u8, held_bits: u32) -> Option<u8> {
     let moves = rise / 8;
-    let fits = rise % 8 == 0 && (1..=PAIRS >> held_bits).contains(&moves) && (1..=1 << held_bits).contains(&(held as u16));
+    let fits =
+        rise % 8 == 0 && (1..=PAIRS >> held_bits).contains(&moves) && (1..=1 << held_bits).contains(&(held as u16));
     fits.then(|| ((moves - 1) << held_bits | (held as u16 - 1)) as u8)
 }
 
@@ -518,11 +520,7 @@ fn functions(d: &Dtm50Data) -> impl Iterator<Item = Function<'_>> {
 /// for, given its DTZ50'': a zeroing move is due within that many plies.
 #[inline]
 fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
-    if decisive(first_value) {
-        (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8
-    } else {
-        0
-    }
+    if decisive(first_value) { (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8 } else { 0 }
 }
 
 /// What version 6 and 7 DTM50 columns have in common: per won or lost
@@ -599,7 +597,8 @@ impl Columns {
     /// position in the block) are given.
     fn dtm50(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
         let n = dtz.len();
-        let (mut first, mut last_clock, mut changes) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
+        let (mut first, mut last_clock, mut changes) =
+            (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
         let (mut rise, mut held) = (Vec::new(), Vec::new());
         let (mut prev_first, mut prev_last) = (0u16, 0u8);
         for (j, f) in functions(d).enumerate() {
@@ -653,7 +652,13 @@ impl Columns {
                 *c = (rise.next().expect("counted"), h);
             }
             s += count;
-            push_function(&mut d, j, value, last_clock[j].wrapping_add(expected_last_clock(dtz[j], value)), &change[..count]);
+            push_function(
+                &mut d,
+                j,
+                value,
+                last_clock[j].wrapping_add(expected_last_clock(dtz[j], value)),
+                &change[..count],
+            );
         }
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
@@ -679,15 +684,20 @@ impl Columns {
     fn dtm_v6(dtz: &[u16], z: &[u16], dtm: &[u16], ctx: &mut Compressors, scratch: &mut Vec<u8>) -> Vec<u8> {
         // A won or lost position's DTM is of its DTZ50'''s kind, and a
         // draw's is a draw.
-        let implied = (0..z.len()).all(|j| if decisive(z[j]) { dtm[j] & 3 == z[j] & 3 } else { dtz[j] == UNKNOWN || dtm[j] == DRAW });
+        let implied = (0..z.len())
+            .all(|j| if decisive(z[j]) { dtm[j] & 3 == z[j] & 3 } else { dtz[j] == UNKNOWN || dtm[j] == DRAW });
         let mut raw = Vec::with_capacity(2 * z.len() + 1);
         if !implied {
             raw.push(DtmColumn::EveryIndex as u8);
-            Self::planes16((0..z.len()).map(|j| if dtz[j] == UNKNOWN { 0 } else { dtm[j].wrapping_sub(z[j]) }), &mut raw);
+            Self::planes16(
+                (0..z.len()).map(|j| if dtz[j] == UNKNOWN { 0 } else { dtm[j].wrapping_sub(z[j]) }),
+                &mut raw,
+            );
             return compress(&raw, &mut ctx.values, scratch);
         }
         let won_lost = || z.iter().zip(dtm).filter(|(vz, _)| decisive(**vz));
-        let less: Vec<u16> = won_lost().map(|(&vz, &vm)| zigzag(value::plies(vm) as i32 - value::plies(vz) as i32)).collect();
+        let less: Vec<u16> =
+            won_lost().map(|(&vz, &vm)| zigzag(value::plies(vm) as i32 - value::plies(vz) as i32)).collect();
         raw.push(DtmColumn::LessDtz as u8);
         Self::narrow_planes(&less, &mut raw);
         if raw.iter().all(|&b| b == 0) {
@@ -778,7 +788,13 @@ impl Columns {
     /// planes only, each won or lost position's value at clock 0 as a
     /// segment up to clock 0 (or its whole function where it has one
     /// segment); the change points after the planes are not read.
-    fn dtm50_v6_at_zero(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32], records: &mut Records) -> Result<Dtm50Data, String> {
+    fn dtm50_v6_at_zero(
+        bytes: &[u8],
+        z: &[u16],
+        dtm: &[u16],
+        decisive: &[u32],
+        records: &mut Records,
+    ) -> Result<Dtm50Data, String> {
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
             return Ok(keep_part(Self::undtm50(rest, z, dtm)?, Dtm50Part::AtZero));
@@ -796,7 +812,13 @@ impl Columns {
         Ok(d)
     }
 
-    fn undtm50_v6(bytes: &[u8], z: &[u16], dtm: &[u16], decisive: &[u32], records: &mut Records) -> Result<Dtm50Data, String> {
+    fn undtm50_v6(
+        bytes: &[u8],
+        z: &[u16],
+        dtm: &[u16],
+        decisive: &[u32],
+        records: &mut Records,
+    ) -> Result<Dtm50Data, String> {
         let won_lost = decisive.len();
         let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
         if kind == Dtm50Column::EveryIndex as u8 {
@@ -859,7 +881,14 @@ impl Columns {
 
     /// [`Columns::dtm50_v7`] with pair bytes of `held_bits` bits of clocks
     /// held if given, else of whichever width escapes fewer change points.
-    fn dtm50_v7_held_bits(held_bits: Option<u32>, dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+    fn dtm50_v7_held_bits(
+        held_bits: Option<u32>,
+        dtz: &[u16],
+        z: &[u16],
+        dtm: &[u16],
+        d: &Dtm50Data,
+        out: &mut Vec<u8>,
+    ) {
         let Some(Decisive { first, last_clock, records: functions }) = Decisive::of(dtz, z, dtm, d) else {
             return Self::dtm50_every_index(dtz, dtm, d, out);
         };
@@ -1244,7 +1273,13 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
 /// Writes a block's DTM50 column: [`Columns::dtm50_v7`] (version 6's in tests).
 type Dtm50Writer = fn(&[u16], &[u16], &[u16], &Dtm50Data, &mut Vec<u8>);
 
-fn encode_block<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, range: std::ops::Range<usize>) -> Encoded {
+fn encode_block<D: Dtm50Slices>(
+    compression: Compression,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+    range: std::ops::Range<usize>,
+) -> Encoded {
     encode_block_with(compression, Columns::dtm50_v7, dtz, dtm, dtm50, range)
 }
 
@@ -1285,10 +1320,9 @@ fn decompress(frame: &[u8], expected: Option<usize>, out: &mut Vec<u8>) -> Resul
         static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
     }
     out.clear();
-    let size = zstd::zstd_safe::get_frame_content_size(frame)
-        .ok()
-        .flatten()
-        .ok_or_else(|| "not a zstd frame".to_string())? as usize;
+    let size =
+        zstd::zstd_safe::get_frame_content_size(frame).ok().flatten().ok_or_else(|| "not a zstd frame".to_string())?
+            as usize;
     if expected.is_some_and(|e| e != size) || size > 1 << 28 {
         return Err(format!("frame of {size} bytes, not the size of its column"));
     }
@@ -1383,7 +1417,13 @@ pub fn index_bytes(positions: usize) -> u64 {
 
 /// A whole table in memory, as a file of it holds it
 /// ([`Compression::Fast`]).
-pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+pub fn encode(
+    material: &Material,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&Dtm50Data>,
+    legal_positions: u64,
+) -> Vec<u8> {
     let encoded = encode_blocks(Compression::Fast, dtz, dtm, dtm50);
     assemble(material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)
 }
@@ -1392,7 +1432,12 @@ pub fn encode(material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm5
 /// a part of one that starts and, unless it is the table's end, ends on a
 /// block boundary), compressed in parallel. DTM50 is by index less the
 /// first; a block's bytes do not depend on where it is.
-pub fn encode_blocks<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<Encoded> {
+pub fn encode_blocks<D: Dtm50Slices>(
+    compression: Compression,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+) -> Vec<Encoded> {
     assert_eq!(dtz.len(), dtm.len());
     if let Some(d) = dtm50 {
         assert_eq!(dtz.len(), d.len());
@@ -1400,7 +1445,9 @@ pub fn encode_blocks<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm:
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))
         .into_par_iter()
-        .map(|b| encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions)))
+        .map(|b| {
+            encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions))
+        })
         .collect()
 }
 
@@ -1408,11 +1455,28 @@ pub fn encode_blocks<D: Dtm50Slices>(compression: Compression, dtz: &[u16], dtm:
 /// (values by index less `first`, e.g. one layer of a table), each with
 /// its number, compressed in parallel; the parts of blocks that either end
 /// cuts are left to the caller ([`encode_one`] once they are whole).
-pub fn encode_whole_blocks<D: Dtm50Slices>(compression: Compression, first: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>) -> Vec<(usize, Encoded)> {
+pub fn encode_whole_blocks<D: Dtm50Slices>(
+    compression: Compression,
+    first: usize,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+) -> Vec<(usize, Encoded)> {
     let end = first + dtz.len();
     (first.div_ceil(BLOCK_POSITIONS)..end / BLOCK_POSITIONS)
         .into_par_iter()
-        .map(|b| (b, encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first)))
+        .map(|b| {
+            (
+                b,
+                encode_block(
+                    compression,
+                    dtz,
+                    dtm,
+                    dtm50,
+                    b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first,
+                ),
+            )
+        })
         .collect()
 }
 
@@ -1428,11 +1492,24 @@ pub fn file_bytes(positions: usize, entries: &[IndexEntry]) -> u64 {
 }
 
 /// A whole table in memory from its blocks, in index order.
-pub fn assemble(material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
+pub fn assemble(
+    material: &Material,
+    positions: usize,
+    has_dtm50: bool,
+    legal_positions: u64,
+    encoded: &[Encoded],
+) -> Vec<u8> {
     assemble_version(VERSION, material, positions, has_dtm50, legal_positions, encoded)
 }
 
-fn assemble_version(version: u32, material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64, encoded: &[Encoded]) -> Vec<u8> {
+fn assemble_version(
+    version: u32,
+    material: &Material,
+    positions: usize,
+    has_dtm50: bool,
+    legal_positions: u64,
+    encoded: &[Encoded],
+) -> Vec<u8> {
     let entries: Vec<IndexEntry> = encoded.iter().map(Encoded::index_entry).collect();
     let mut out = header_and_index(version, material, positions, has_dtm50, legal_positions, &entries);
     out.reserve_exact(file_bytes(positions, &entries) as usize - out.len());
@@ -1531,7 +1608,8 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
     let mut entries = Vec::with_capacity(count);
     for b in 0..count {
         let at = HEADER_LEN + ENTRY_LEN * b;
-        let e = BlockEntry { offset, frame_bytes: [u32_at(at), u32_at(at + 4), u32_at(at + 8)], crc32: u32_at(at + 12) };
+        let e =
+            BlockEntry { offset, frame_bytes: [u32_at(at), u32_at(at + 4), u32_at(at + 8)], crc32: u32_at(at + 12) };
         offset += e.len();
         entries.push(e);
     }
@@ -1567,12 +1645,28 @@ pub fn v3_bytes(positions: usize, dtm50: Option<&Dtm50Data>) -> [u64; 3] {
 /// A table in format `version` (5 to the current one, all read as they
 /// are): for the tests that read older ones.
 #[cfg(test)]
-pub(crate) fn encode_version(version: u32, material: &Material, dtz: &[u16], dtm: &[u16], dtm50: Option<&Dtm50Data>, legal_positions: u64) -> Vec<u8> {
+pub(crate) fn encode_version(
+    version: u32,
+    material: &Material,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&Dtm50Data>,
+    legal_positions: u64,
+) -> Vec<u8> {
     match version {
         VERSION => return encode(material, dtz, dtm, dtm50, legal_positions),
         6 => {
             let encoded: Vec<Encoded> = (0..dtz.len().div_ceil(BLOCK_POSITIONS))
-                .map(|b| encode_block_with(Compression::Fast, Columns::dtm50_v6, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len())))
+                .map(|b| {
+                    encode_block_with(
+                        Compression::Fast,
+                        Columns::dtm50_v6,
+                        dtz,
+                        dtm,
+                        dtm50,
+                        b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len()),
+                    )
+                })
                 .collect();
             return assemble_version(6, material, dtz.len(), dtm50.is_some(), legal_positions, &encoded);
         }
@@ -1633,7 +1727,8 @@ mod tests {
             d.overflow_start.push(d.segments.len() as u32);
             for i in 1..=further {
                 clock = (clock + 5 + i as u8).min(LAST_MOVE_CLOCK);
-                d.segments.push(Segment { value: value::win(value::plies(dtm[j]) + 2 * i as u16), max_clock: clock }.pack());
+                d.segments
+                    .push(Segment { value: value::win(value::plies(dtm[j]) + 2 * i as u16), max_clock: clock }.pack());
             }
         }
         d.overflow_start.push(d.segments.len() as u32);
@@ -1667,7 +1762,11 @@ mod tests {
                 if dtz[idx] == UNKNOWN {
                     continue;
                 }
-                assert_eq!(at_zero.dtm50_at_clock(j as u32, 0), Some(d.at_clock(idx as u32, 0)), "version {version}, index {idx}, clock 0 only");
+                assert_eq!(
+                    at_zero.dtm50_at_clock(j as u32, 0),
+                    Some(d.at_clock(idx as u32, 0)),
+                    "version {version}, index {idx}, clock 0 only"
+                );
                 assert_eq!((block.dtz[j], block.dtm[j]), (dtz[idx], dtm[idx]), "version {version}, index {idx}");
                 let (mut got, mut want) = (Vec::new(), Vec::new());
                 block.dtm50_segments_into(j as u32, &mut got);
@@ -1675,7 +1774,11 @@ mod tests {
                 assert_eq!(got, want, "version {version}, index {idx}");
                 further_checked += want.len().saturating_sub(1);
                 for clock in 0..=LAST_MOVE_CLOCK as u32 {
-                    assert_eq!(block.dtm50_at_clock(j as u32, clock), Some(d.at_clock(idx as u32, clock)), "version {version}, index {idx}, clock {clock}");
+                    assert_eq!(
+                        block.dtm50_at_clock(j as u32, clock),
+                        Some(d.at_clock(idx as u32, clock)),
+                        "version {version}, index {idx}, clock {clock}"
+                    );
                     checked += 1;
                 }
             }
@@ -1744,11 +1847,17 @@ mod tests {
             let z = Columns::dtz_v6(dtz);
             let (mut decisive, mut records) = (Vec::new(), Records::default());
             decisive_indexes(&z, &mut decisive);
-            let mut expected = Columns::undtm50_v6(&{
-                let mut column = Vec::new();
-                Columns::dtm50_v6(dtz, &z, dtm, &d, &mut column);
-                column
-            }, &z, dtm, &decisive, &mut records)
+            let mut expected = Columns::undtm50_v6(
+                &{
+                    let mut column = Vec::new();
+                    Columns::dtm50_v6(dtz, &z, dtm, &d, &mut column);
+                    column
+                },
+                &z,
+                dtm,
+                &decisive,
+                &mut records,
+            )
             .unwrap();
             for j in 0..dtz.len() {
                 if dtz[j] == UNKNOWN {
@@ -1760,7 +1869,11 @@ mod tests {
             for held_bits in [None, Some(3), Some(4)] {
                 let mut column = Vec::new();
                 Columns::dtm50_v7_held_bits(held_bits, dtz, &z, dtm, &d, &mut column);
-                assert_eq!(Dtm50Column::held_bits(column[0]), Some(held_bits.unwrap_or(chosen)), "block {b}, {held_bits:?}");
+                assert_eq!(
+                    Dtm50Column::held_bits(column[0]),
+                    Some(held_bits.unwrap_or(chosen)),
+                    "block {b}, {held_bits:?}"
+                );
                 let mut got = Columns::undtm50_v6(&column, &z, dtm, &decisive, &mut records).unwrap();
                 for j in 0..dtz.len() {
                     if dtz[j] == UNKNOWN {
@@ -1780,12 +1893,17 @@ mod tests {
     fn small_compression_reads_back_the_same() {
         let (dtz, dtm, d) = awkward_values();
         let material = Material::parse("KQvK").unwrap();
-        let [fast, small] = [Compression::Fast, Compression::Small].map(|c| assemble(&material, dtz.len(), true, 0, &encode_blocks(c, &dtz, &dtm, Some(&d))));
+        let [fast, small] = [Compression::Fast, Compression::Small]
+            .map(|c| assemble(&material, dtz.len(), true, 0, &encode_blocks(c, &dtz, &dtm, Some(&d))));
         assert_ne!(fast, small);
         let (_, fast_blocks) = validate_layout(&fast, &material, dtz.len()).unwrap();
         let (_, small_blocks) = validate_layout(&small, &material, dtz.len()).unwrap();
         for b in 0..fast_blocks.entries.len() {
-            assert_eq!(decode_block(&small, &small_blocks, b).unwrap(), decode_block(&fast, &fast_blocks, b).unwrap(), "block {b}");
+            assert_eq!(
+                decode_block(&small, &small_blocks, b).unwrap(),
+                decode_block(&fast, &fast_blocks, b).unwrap(),
+                "block {b}"
+            );
         }
         assert_eq!(Compression::NAMES.map(Compression::parse), [Some(Compression::Fast), Some(Compression::Small)]);
     }
@@ -1813,13 +1931,18 @@ mod tests {
                 50..=69 => {
                     (dtz[j], dtm[j]) = (loss, value::loss(plies + 9));
                     let last = (100 - (plies + 1).min(100)) as u8;
-                    functions[j] = vec![seg(dtm[j], last / 3), seg(value::loss(plies + 13), last / 2), seg(value::loss(plies + 21), last)];
+                    functions[j] = vec![
+                        seg(dtm[j], last / 3),
+                        seg(value::loss(plies + 13), last / 2),
+                        seg(value::loss(plies + 21), last),
+                    ];
                 }
                 70..=79 => {
                     // Rises of 3 plies (not whole moves) and of 700 (past
                     // the one-byte code).
                     (dtz[j], dtm[j]) = (win, value::win(plies + 4));
-                    functions[j] = vec![seg(dtm[j], 10), seg(value::win(plies + 7), 20), seg(value::win(plies + 707), 40)];
+                    functions[j] =
+                        vec![seg(dtm[j], 10), seg(value::win(plies + 7), 20), seg(value::win(plies + 707), 40)];
                 }
                 80..=83 => {
                     // 20 change points of 4 clocks each, a move each, or
@@ -1827,7 +1950,8 @@ mod tests {
                     // of clocks held).
                     let moves = if j < BLOCK_POSITIONS { 20 } else { 1 };
                     (dtz[j], dtm[j]) = (win, value::win(plies + 4));
-                    functions[j] = (0..20).map(|i| seg(value::win(plies + 4 + 2 * moves * i), 3 + 4 * i as u8)).collect();
+                    functions[j] =
+                        (0..20).map(|i| seg(value::win(plies + 4 + 2 * moves * i), 3 + 4 * i as u8)).collect();
                 }
                 84..=87 => {
                     // One change point: a rise of 20 moves, or of 70 in

@@ -18,14 +18,17 @@ use arrayvec::ArrayVec;
 use shakmaty::Role;
 
 use super::dtm50::{self, Dtm50Data, Dtm50Layer, Dtm50Slices, MemoryCheck};
-use super::index::{Layout, NONE, Pos};
-use super::stash::BlockStash;
 use super::format;
-use super::stats::Tally;
+use super::index::{Layout, NONE, Pos};
 use super::memory::{Members, filled};
-use super::radix;
-use super::moves::{Neighbours, Succ, board, for_each_move, for_each_neighbour_prefetched, for_each_quiet_child, for_each_zeroing_move, prefetch};
 pub use super::moves::Board;
+use super::moves::{
+    Neighbours, Succ, board, for_each_move, for_each_neighbour_prefetched, for_each_quiet_child, for_each_zeroing_move,
+    prefetch,
+};
+use super::radix;
+use super::stash::BlockStash;
+use super::stats::Tally;
 use super::value::{self, DRAW, UNKNOWN};
 
 /// Values of one position, encoded as in [`super::value`].
@@ -174,7 +177,13 @@ enum Dtm50Threads {
 const DTM_FROM_DTM50_MAX_PLIES: u16 = 100;
 
 /// [`generate`] with other [`Options`].
-fn generate_with(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool, options: Options) -> Result<Generated, String> {
+fn generate_with(
+    l: &Layout,
+    lookup: &Lookup,
+    with_dtm50: bool,
+    cancel: &AtomicBool,
+    options: Options,
+) -> Result<Generated, String> {
     let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
     let mut dtm50 = Vec::new();
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
@@ -313,7 +322,14 @@ impl CutBlocks {
 
 /// The statistics' counts of the values of indexes `base..` (legal where
 /// DTZ50'' is known; DTM50 by index less `base`).
-fn tally_values<D: Dtm50Slices>(l: &Layout, base: usize, dtz: &[u16], dtm: &[u16], dtm50: Option<&D>, with_dtm50: bool) -> Tally {
+fn tally_values<D: Dtm50Slices>(
+    l: &Layout,
+    base: usize,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+    with_dtm50: bool,
+) -> Tally {
     use rayon::prelude::*;
     const CHUNK: usize = 1 << 20;
     // Pieces of at least 16 chunks: a tally per piece takes 1.5 MB.
@@ -363,7 +379,8 @@ impl Solved {
     #[inline]
     fn values(&self, i: usize) -> Values {
         let (layer, j) = (i / self.span, i % self.span);
-        let [dtz, dtm, at_zero] = self.layers[layer].as_ref().expect("a layer is kept while a layer pushing into it is solved");
+        let [dtz, dtm, at_zero] =
+            self.layers[layer].as_ref().expect("a layer is kept while a layer pushing into it is solved");
         Values { dtz: dtz[j], dtm: dtm[j], dtm50: at_zero.get(j).copied().unwrap_or(UNKNOWN) }
     }
 }
@@ -492,7 +509,8 @@ fn solve_layers(
                 },
                 || {
                     let start = Instant::now();
-                    let shared = dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, &dtm50_sharing, memory, cancel);
+                    let shared =
+                        dtm50::solve_layer(l, prepared, &mut scratch, &mut builder, &dtm50_sharing, memory, cancel);
                     (start.elapsed().as_secs_f64(), shared)
                 },
             );
@@ -608,7 +626,8 @@ fn dtm_beyond(
         .par_chunks(1 << 12)
         .map(|chunk| {
             check(cancel)?;
-            let (mut best, mut next, mut moves) = (Vec::with_capacity(chunk.len()), Vec::new(), Vec::with_capacity(chunk.len()));
+            let (mut best, mut next, mut moves) =
+                (Vec::with_capacity(chunk.len()), Vec::new(), Vec::with_capacity(chunk.len()));
             for &idx in chunk {
                 let p = l.decode_placement(idx).expect("a legal position");
                 let mut b = match exits_of(l, &p, solved, lookup)? {
@@ -690,7 +709,11 @@ fn dtm_beyond(
                     unsettled[q] -= 1;
                     if unsettled[q] == 0 {
                         let own = best[q];
-                        enqueue(&mut queue, (plies + 1).max(if value::is_loss(own) { value::plies(own) } else { 0 }), q);
+                        enqueue(
+                            &mut queue,
+                            (plies + 1).max(if value::is_loss(own) { value::plies(own) } else { 0 }),
+                            q,
+                        );
                     }
                 }
             }
@@ -773,7 +796,14 @@ fn terminal(exit_dtz: u16) -> Option<u16> {
 /// resolves their moves that leave the layer, in parallel, from `solved`
 /// (DTZ50'', DTM and DTM50 of later layers) and `lookup` (other tables),
 /// into `out`. Illegal indexes get [`ILLEGAL`] in `out.dtz`.
-fn exits_pass(l: &Layout, solved: &Solved, lookup: &Lookup, mate: Mate, cancel: &AtomicBool, out: Exits) -> Result<(), String> {
+fn exits_pass(
+    l: &Layout,
+    solved: &Solved,
+    lookup: &Lookup,
+    mate: Mate,
+    cancel: &AtomicBool,
+    out: Exits,
+) -> Result<(), String> {
     use rayon::prelude::*;
     // Each task owns one range of indexes of the three arrays.
     out.counter
@@ -873,9 +903,7 @@ fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Opt
 fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Result<Values, String> {
     let them = c.turn;
     let pushed = !them;
-    let Some(pi) = (0..l.n).find(|&i| {
-        l.men[i] == (pushed, Role::Pawn) && c.sq[i] >> 3 == pushed.fold_wb(3, 4)
-    }) else {
+    let Some(pi) = (0..l.n).find(|&i| l.men[i] == (pushed, Role::Pawn) && c.sq[i] >> 3 == pushed.fold_wb(3, 4)) else {
         return Ok(table);
     };
     let to = c.sq[pi];
@@ -1038,46 +1066,53 @@ fn solve_propagate(
         });
         let values_at = values.as_ptr();
         let ahead = |qi: usize| prefetch(values_at.wrapping_add(qi.wrapping_sub(base)));
-        for_each_neighbour_prefetched(l, Neighbours::Unmoves, bucket, |e| e & !STORED, ahead, |e, preds| {
-            let lost = value::is_loss(values[(e & !STORED) as usize - base]);
-            let mut found: ArrayVec<u32, 128> = ArrayVec::new();
-            let mut later: Vec<(usize, u32)> = Vec::new();
-            // Un-moves reach legal positions only; those decided already
-            // (or stalemated) are not pending.
-            for &qi in preds {
-                let qi = qi as usize;
-                let w = &mut values[qi - base];
-                if !is_pending(*w) {
-                    continue;
+        for_each_neighbour_prefetched(
+            l,
+            Neighbours::Unmoves,
+            bucket,
+            |e| e & !STORED,
+            ahead,
+            |e, preds| {
+                let lost = value::is_loss(values[(e & !STORED) as usize - base]);
+                let mut found: ArrayVec<u32, 128> = ArrayVec::new();
+                let mut later: Vec<(usize, u32)> = Vec::new();
+                // Un-moves reach legal positions only; those decided already
+                // (or stalemated) are not pending.
+                for &qi in preds {
+                    let qi = qi as usize;
+                    let w = &mut values[qi - base];
+                    if !is_pending(*w) {
+                        continue;
+                    }
+                    if lost {
+                        *w = value::win(next as u16);
+                        found.push(qi as u32 | STORED);
+                        continue;
+                    }
+                    assert!(*w > PENDING, "move counter in step with un-moves");
+                    *w -= 1 << 2;
+                    if *w > PENDING {
+                        continue;
+                    }
+                    let e = exit.at(qi - base);
+                    if value::is_loss(e) && value::plies(e) as usize > next {
+                        later.push((value::plies(e) as usize, qi as u32));
+                    } else if e == UNKNOWN || value::is_loss(e) {
+                        *w = value::loss(next as u16);
+                        found.push(qi as u32 | STORED);
+                    } else if e == DRAW {
+                        *w = DRAW;
+                    }
+                    // A win out of the layer is already waiting in its bucket.
                 }
-                if lost {
-                    *w = value::win(next as u16);
-                    found.push(qi as u32 | STORED);
-                    continue;
+                for &e in &found {
+                    push(&mut buckets, next, e);
                 }
-                assert!(*w > PENDING, "move counter in step with un-moves");
-                *w -= 1 << 2;
-                if *w > PENDING {
-                    continue;
+                for &(m, e) in &later {
+                    push(&mut buckets, m, e);
                 }
-                let e = exit.at(qi - base);
-                if value::is_loss(e) && value::plies(e) as usize > next {
-                    later.push((value::plies(e) as usize, qi as u32));
-                } else if e == UNKNOWN || value::is_loss(e) {
-                    *w = value::loss(next as u16);
-                    found.push(qi as u32 | STORED);
-                } else if e == DRAW {
-                    *w = DRAW;
-                }
-                // A win out of the layer is already waiting in its bucket.
-            }
-            for &e in &found {
-                push(&mut buckets, next, e);
-            }
-            for &(m, e) in &later {
-                push(&mut buckets, m, e);
-            }
-        });
+            },
+        );
         n += 1;
     }
     for idx in members.iter() {
@@ -1182,8 +1217,17 @@ mod tests {
         let subtables = KqkrSubtables::new();
         let captures = |b: &Board| subtables.capture(b);
         let l = layout("KQvKR");
-        let one = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::Never, ..Options::STANDARD }).unwrap();
-        let shared = generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::FromStart, ..Options::STANDARD }).unwrap();
+        let one =
+            generate_with(&l, &captures, true, &never, Options { sharing: Dtm50Threads::Never, ..Options::STANDARD })
+                .unwrap();
+        let shared = generate_with(
+            &l,
+            &captures,
+            true,
+            &never,
+            Options { sharing: Dtm50Threads::FromStart, ..Options::STANDARD },
+        )
+        .unwrap();
         assert_eq!(one.secs.dtm50_shared, 0.0);
         assert!(shared.secs.dtm50_shared > 0.0, "no list was shared");
         let (a, b) = (one.dtm50.unwrap(), shared.dtm50.unwrap());
@@ -1223,7 +1267,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let count = l.size.div_ceil(format::BLOCK_POSITIONS);
         for blocks in [BlockStash::in_memory(count), BlockStash::spilling(count, 0, dir.join("KPvK.blocks"))] {
-            let mut by_layers = generate_blocks(&l, &promotions, true, format::Compression::Fast, blocks, &|_| Ok(()), &never).unwrap();
+            let mut by_layers =
+                generate_blocks(&l, &promotions, true, format::Compression::Fast, blocks, &|_| Ok(()), &never).unwrap();
             let file = by_layers.blocks.assemble(&m, l.size, true, by_layers.legal_positions).unwrap();
             assert!(file == expected);
         }
@@ -1288,7 +1333,9 @@ mod tests {
             let longer = alone.dtm.iter().filter(|&&v| decided(v) && value::plies(v) > 9).count();
             assert!(longer > 1000 && longer < all, "{name}: {longer} of {all} beyond 9 plies");
             for limit in [0, 9] {
-                let full = generate_with(&l, lookup, true, &never, Options { dtm_limit_plies: limit, ..Options::STANDARD }).unwrap();
+                let full =
+                    generate_with(&l, lookup, true, &never, Options { dtm_limit_plies: limit, ..Options::STANDARD })
+                        .unwrap();
                 assert_eq!(full.dtm, alone.dtm, "{name}, limit {limit}");
                 assert_eq!(full.dtz, alone.dtz, "{name}, limit {limit}");
                 assert_eq!(full.dtm50, read_off.dtm50, "{name}, limit {limit}");

@@ -164,7 +164,8 @@ struct KingPairs {
 }
 
 const fn king_pairs(pawns: bool) -> KingPairs {
-    let mut p = KingPairs { digit: [NO_PAIR; 4096], plain: [NO_PAIR; 4096], squares: [0; PAWN_KING_PAIRS as usize], count: 0 };
+    let mut p =
+        KingPairs { digit: [NO_PAIR; 4096], plain: [NO_PAIR; 4096], squares: [0; PAWN_KING_PAIRS as usize], count: 0 };
     let mut wk: usize = 0;
     while wk < 64 {
         let (wf, wr) = (wk % 8, wk / 8);
@@ -402,7 +403,11 @@ impl Layout {
         let combo_stride = 1u32 << low_bits;
         let (combos, combo_radix, combo_count) = if combined {
             let k = identical.len();
-            (combinations(k), Some(Divisor::new(BINOMIAL[k][63] + BINOMIAL[k - 1][63])), BINOMIAL[k][63] + BINOMIAL[k - 1][63])
+            (
+                combinations(k),
+                Some(Divisor::new(BINOMIAL[k][63] + BINOMIAL[k - 1][63])),
+                BINOMIAL[k][63] + BINOMIAL[k - 1][63],
+            )
         } else {
             (&[][..], None, 1)
         };
@@ -422,7 +427,8 @@ impl Layout {
             });
             if sorted {
                 layer_of_code[code] = layer_ranks.len() as u32;
-                layer_ranks.push(pawn_slots.iter().enumerate().map(|(j, &s)| (((rank(j) + 1) * 8) as u64) << (8 * s)).sum());
+                layer_ranks
+                    .push(pawn_slots.iter().enumerate().map(|(j, &s)| (((rank(j) + 1) * 8) as u64) << (8 * s)).sum());
             }
         }
         let size = layer_ranks.len() * 2 * turn_stride as usize;
@@ -596,8 +602,11 @@ impl Layout {
                 if moved == 0 {
                     return Steps::WhiteKing { base, black_king: from[1], stride: self.pair_stride };
                 }
-                let transposed_base =
-                    if !self.pawns && on_diagonal(from[0]) { self.index_without_kings(&self.transposed(from), turn) } else { base };
+                let transposed_base = if !self.pawns && on_diagonal(from[0]) {
+                    self.index_without_kings(&self.transposed(from), turn)
+                } else {
+                    base
+                };
                 Steps::BlackKing { base, transposed_base, white_king: from[0], stride: self.pair_stride }
             }
             _ if self.combined && self.identical.contains(&moved) => {
@@ -872,11 +881,16 @@ mod tests {
             // Every placement of the men (pawns on ranks 2–7), both sides
             // to move.
             let (mut placements, mut reached) = (0u64, vec![false; l.size]);
-            let squares = |i: usize| -> Vec<u8> {
-                if l.men[i].1 == Role::Pawn { (8..56).collect() } else { (0..64).collect() }
-            };
+            let squares =
+                |i: usize| -> Vec<u8> { if l.men[i].1 == Role::Pawn { (8..56).collect() } else { (0..64).collect() } };
             let mut sq = [NONE; MAX_MEN];
-            fn place(l: &Layout, i: usize, sq: &mut Squares, squares: &dyn Fn(usize) -> Vec<u8>, f: &mut dyn FnMut(&Squares)) {
+            fn place(
+                l: &Layout,
+                i: usize,
+                sq: &mut Squares,
+                squares: &dyn Fn(usize) -> Vec<u8>,
+                f: &mut dyn FnMut(&Squares),
+            ) {
                 if i == l.n {
                     return f(sq);
                 }

@@ -241,7 +241,10 @@ mod tests {
     fn waves_need_only_earlier_waves() {
         let names = |w: &[Material]| w.iter().map(Material::name).collect::<Vec<_>>();
         let three = waves(&all_materials(3));
-        assert_eq!(three.iter().map(|w| names(w)).collect::<Vec<_>>(), [vec!["KQvK", "KRvK", "KBvK", "KNvK"], vec!["KPvK"]]);
+        assert_eq!(
+            three.iter().map(|w| names(w)).collect::<Vec<_>>(),
+            [vec!["KQvK", "KRvK", "KBvK", "KNvK"], vec!["KPvK"]]
+        );
         // The 5-piece tables alone: those of 4 and 3 pieces lie outside, so
         // the pawnless ones need nothing of the selection.
         let five: Vec<Material> = all_materials(5).into_iter().filter(|m| m.pieces() == 5).collect();
@@ -251,11 +254,8 @@ mod tests {
         assert!(five_waves[1].iter().any(|m| m.name() == "KRPvKR"));
         for (i, wave) in five_waves.iter().enumerate() {
             for m in wave {
-                let needed: Vec<usize> = m
-                    .dependencies()
-                    .iter()
-                    .filter_map(|d| five_waves.iter().position(|w| w.contains(d)))
-                    .collect();
+                let needed: Vec<usize> =
+                    m.dependencies().iter().filter_map(|d| five_waves.iter().position(|w| w.contains(d))).collect();
                 // Everything it needs is in an earlier wave, and something in the one before.
                 assert!(needed.iter().all(|&w| w < i), "{} in wave {i} needs {needed:?}", m.name());
                 assert!(i == 0 || needed.contains(&(i - 1)), "{} could be in an earlier wave than {i}", m.name());
@@ -273,10 +273,15 @@ mod tests {
         assert_eq!(names("KRvKB"), ["KBvK", "KRvK"]);
         let kppk = names("KPPvK");
         // Every 3-piece table but none with a black piece left or more pieces.
-        assert!(kppk.contains(&"KPvK".to_string()) && kppk.contains(&"KQQvK".to_string()) && kppk.contains(&"KQPvK".to_string()));
+        assert!(
+            kppk.contains(&"KPvK".to_string())
+                && kppk.contains(&"KQQvK".to_string())
+                && kppk.contains(&"KQPvK".to_string())
+        );
         assert!(!kppk.contains(&"KPPvK".to_string()) && !kppk.contains(&"KQvKR".to_string()));
         // Generation order: fewer pieces, then fewer pawns, first.
-        let order: Vec<_> = Material::parse("KPvKP").unwrap().dependencies().iter().map(|m| (m.pieces(), m.pawns())).collect();
+        let order: Vec<_> =
+            Material::parse("KPvKP").unwrap().dependencies().iter().map(|m| (m.pieces(), m.pawns())).collect();
         assert!(order.windows(2).all(|w| w[0] <= w[1]));
     }
 }

@@ -74,7 +74,11 @@ pub fn with_dependencies(targets: &[Material]) -> Vec<Material> {
 }
 
 /// Opens or generates `materials` (in generation order) in an existing store.
-pub fn generate_in(store: &Store, materials: &[Material], progress: &(dyn Fn(&Table) + Sync)) -> Result<Summary, BuiltinError> {
+pub fn generate_in(
+    store: &Store,
+    materials: &[Material],
+    progress: &(dyn Fn(&Table) + Sync),
+) -> Result<Summary, BuiltinError> {
     let start = Instant::now();
     let mut summary = Summary::default();
     store.request_all(materials);
@@ -123,11 +127,19 @@ impl std::str::FromStr for Shard {
 /// (as named, without what it converts into) in [`waves`], only wave `wave`
 /// if given, and of that only `shard`'s part. Deterministic: every process
 /// given the same selection computes the same split.
-pub fn part_of(selection: &[Material], wave: Option<usize>, shard: Option<Shard>) -> Result<Vec<Material>, BuiltinError> {
+pub fn part_of(
+    selection: &[Material],
+    wave: Option<usize>,
+    shard: Option<Shard>,
+) -> Result<Vec<Material>, BuiltinError> {
     let waves = waves(selection);
     let tables: Vec<Material> = match wave {
         Some(w) if w >= waves.len() => {
-            return Err(BuiltinError(format!("--wave {w}: the selection has {} waves (0 to {})", waves.len(), waves.len() - 1)));
+            return Err(BuiltinError(format!(
+                "--wave {w}: the selection has {} waves (0 to {})",
+                waves.len(),
+                waves.len() - 1
+            )));
         }
         Some(w) => waves[w].clone(),
         None => waves.concat(),
@@ -148,7 +160,8 @@ pub fn print_waves(selection: &[Material], out: &mut dyn std::io::Write) -> std:
         writeln!(out, "wave {w} ({} tables, {positions} index positions): {}", tables.len(), names.join(" "))?;
     }
     let all = waves.concat();
-    let outside: Vec<String> = with_dependencies(&all).iter().filter(|m| !all.contains(m)).map(Material::name).collect();
+    let outside: Vec<String> =
+        with_dependencies(&all).iter().filter(|m| !all.contains(m)).map(Material::name).collect();
     if !outside.is_empty() {
         writeln!(out, "needed first, outside the selection ({} tables): {}", outside.len(), outside.join(" "))?;
     }
@@ -161,7 +174,12 @@ const ROUGH_POSITIONS_PER_S: f64 = 3.0e6;
 
 /// `tbserver generate`: generates `targets` and what they depend on into
 /// `out`, with a progress bar; says first what it is about to do.
-pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool, compression: format::Compression) -> Result<Summary, BuiltinError> {
+pub fn run_generate(
+    targets: &[Material],
+    out: &Path,
+    with_dtm50: bool,
+    compression: format::Compression,
+) -> Result<Summary, BuiltinError> {
     run_store(&generating_store(out, with_dtm50, compression), &with_dependencies(targets), out)
 }
 
@@ -171,7 +189,12 @@ pub fn run_generate(targets: &[Material], out: &Path, with_dtm50: bool, compress
 /// unusable fails the run before any work, naming it: this process never
 /// makes another's tables (several processes writing one file would each
 /// pay its minutes and gigabytes).
-pub fn run_generate_part(part: &[Material], out: &Path, with_dtm50: bool, compression: format::Compression) -> Result<Summary, BuiltinError> {
+pub fn run_generate_part(
+    part: &[Material],
+    out: &Path,
+    with_dtm50: bool,
+    compression: format::Compression,
+) -> Result<Summary, BuiltinError> {
     let store = generating_store(out, with_dtm50, compression);
     let needed: Vec<Material> = with_dependencies(part).into_iter().filter(|m| !part.contains(m)).collect();
     let unusable: Vec<String> =
@@ -210,7 +233,11 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         positions,
         positions as f64 / ROUGH_POSITIONS_PER_S / 60.0,
         if missing.len() <= 20 { format!(": {}", names(&missing)) } else { String::new() },
-        if missing.iter().any(|m| m.pieces() >= 5) { "; a table of 5 pieces needs up to 4 GiB of memory while it is generated (see docs/builtin-generation.md)" } else { "" },
+        if missing.iter().any(|m| m.pieces() >= 5) {
+            "; a table of 5 pieces needs up to 4 GiB of memory while it is generated (see docs/builtin-generation.md)"
+        } else {
+            ""
+        },
     );
     let bar = indicatif::ProgressBar::new(all.len() as u64);
     bar.set_style(
@@ -311,10 +338,16 @@ mod tests {
         // A directory below a plain file cannot be created.
         std::fs::write(dir.join("file"), b"").unwrap();
         let out = dir.join("file").join("tables");
-        let err = run_generate(&[Material::parse("KRvK").unwrap()], &out, false, format::Compression::Fast).unwrap_err();
+        let err =
+            run_generate(&[Material::parse("KRvK").unwrap()], &out, false, format::Compression::Fast).unwrap_err();
         assert!(err.0.contains("not written") && err.0.contains("KRvK"), "{}", err.0);
         let written = dir.join("tables");
-        assert_eq!(run_generate(&[Material::parse("KRvK").unwrap()], &written, false, format::Compression::Fast).unwrap().tables, 1);
+        assert_eq!(
+            run_generate(&[Material::parse("KRvK").unwrap()], &written, false, format::Compression::Fast)
+                .unwrap()
+                .tables,
+            1
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

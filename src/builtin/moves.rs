@@ -267,7 +267,8 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, raw: Option<
     for j in 0..l.n {
         let (c, role) = l.men[j];
         if c == attackers && sq[j] != NONE {
-            lined_up[j] = attacks_of(Square::new(sq[j] as u32), Piece { color: c, role }, Bitboard::EMPTY).contains(victim);
+            lined_up[j] =
+                attacks_of(Square::new(sq[j] as u32), Piece { color: c, role }, Bitboard::EMPTY).contains(victim);
         }
     }
     for i in 0..l.n {
@@ -475,7 +476,8 @@ mod tests {
                 let pos = chess(&l, &p);
                 let (quiet, zeroing): (Vec<Move>, Vec<Move>) =
                     pos.legal_moves().into_iter().partition(|m| !m.is_zeroing());
-                let mut expected: Vec<usize> = quiet.iter().map(|m| index_of(&l, &pos.clone().play(*m).unwrap())).collect();
+                let mut expected: Vec<usize> =
+                    quiet.iter().map(|m| index_of(&l, &pos.clone().play(*m).unwrap())).collect();
                 let mut children = Vec::new();
                 for_each_quiet_child(&l, &p, |c| children.push(c));
                 expected.sort_unstable();
@@ -499,8 +501,12 @@ mod tests {
                 let weight = for_each_zeroing_move(&l, &p, |_| exits += 1).expect("legal");
                 let promotions = zeroing.iter().filter(|m| m.is_promotion()).count();
                 assert_eq!(exits, zeroing.len(), "{name} {idx}: zeroing moves ({promotions} promotions)");
-                let weighted: u32 =
-                    quiet.iter().map(|m| l.symmetry_count(&l.decode(index_of(&l, &pos.clone().play(*m).unwrap()) as u32).unwrap().sq)).sum();
+                let weighted: u32 = quiet
+                    .iter()
+                    .map(|m| {
+                        l.symmetry_count(&l.decode(index_of(&l, &pos.clone().play(*m).unwrap()) as u32).unwrap().sq)
+                    })
+                    .sum();
                 assert_eq!(weight, weighted, "{name} {idx}: weighted quiet moves");
             }
             assert!(positions > 1000 && edges > 10_000, "{name}: {positions} positions, {edges} edges");

@@ -108,10 +108,18 @@ mod tests {
             state
         };
         let mut scratch = Vec::new();
-        let cases = [(0, 0..1), (5, 0..3), (1_000, 0..1 << 20), (50_000, 7..2_000), (50_000, 0..5_000_000), (200_000, 3 << 20..(1 << 29) + 5)];
+        let cases = [
+            (0, 0..1),
+            (5, 0..3),
+            (1_000, 0..1 << 20),
+            (50_000, 7..2_000),
+            (50_000, 0..5_000_000),
+            (200_000, 3 << 20..(1 << 29) + 5),
+        ];
         for (len, keys) in cases {
             let width = (keys.end - keys.start) as u64;
-            let mut v: Vec<(u32, u32)> = (0..len as u32).map(|i| ((keys.start as u64 + next() % width) as u32, i)).collect();
+            let mut v: Vec<(u32, u32)> =
+                (0..len as u32).map(|i| ((keys.start as u64 + next() % width) as u32, i)).collect();
             let mut expected = v.clone();
             expected.sort_by_key(|e| e.0);
             sort_by_index(&mut v, &mut scratch, keys.clone(), |e| e.0);

@@ -153,14 +153,22 @@ impl Queue {
     /// Takes the first wanted table whose dependencies are all settled
     /// (ready, or failed: it then fails at once) and marks it running. Large tables run one at a time: each uses both
     /// cores by itself, and two would need twice the memory.
-    pub fn next(&mut self, settled: impl Fn(&Material) -> bool, positions: impl Fn(&Material) -> u64) -> Option<Material> {
+    pub fn next(
+        &mut self,
+        settled: impl Fn(&Material) -> bool,
+        positions: impl Fn(&Material) -> u64,
+    ) -> Option<Material> {
         let large_running = self.running.iter().any(|r| r.positions > LARGE_POSITIONS);
         let i = self.wanted.iter().position(|w| {
             w.material.dependencies().iter().all(|d| settled(d) || self.failure(d).is_some())
                 && !(large_running && positions(&w.material) > LARGE_POSITIONS)
         })?;
         let Wanted { material, .. } = self.wanted.remove(i);
-        self.running.push(Running { positions: positions(&material), material: material.clone(), started: Instant::now() });
+        self.running.push(Running {
+            positions: positions(&material),
+            material: material.clone(),
+            started: Instant::now(),
+        });
         Some(material)
     }
 
@@ -181,7 +189,11 @@ impl Queue {
     }
 
     fn positions_per_s(&self) -> f64 {
-        if self.measured_secs > 0.5 { self.measured_positions as f64 / self.measured_secs } else { DEFAULT_POSITIONS_PER_S }
+        if self.measured_secs > 0.5 {
+            self.measured_positions as f64 / self.measured_secs
+        } else {
+            DEFAULT_POSITIONS_PER_S
+        }
     }
 
     /// How far the tables `needed` (in generation order) are; `settled`
@@ -299,7 +311,8 @@ mod tests {
         let mut done: Vec<Material> = Vec::new();
         // KPvK needs KQvK and KRvK (and KBvK, KNvK: wanted by nobody, so
         // settled as far as the test is concerned).
-        let settled = |d: &Material, done: &[Material]| !["KQvK", "KRvK"].contains(&d.name().as_str()) || done.contains(d);
+        let settled =
+            |d: &Material, done: &[Material]| !["KQvK", "KRvK"].contains(&d.name().as_str()) || done.contains(d);
         let mut order = Vec::new();
         while let Some(next) = q.next(|d| settled(d, &done), |_| 1000) {
             q.finish(&next, Some(0.001));

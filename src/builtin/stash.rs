@@ -58,7 +58,14 @@ impl Drop for Spill {
 impl BlockStash {
     /// Room for the `count` blocks of a table, all held in memory.
     pub fn in_memory(count: usize) -> BlockStash {
-        BlockStash { slots: (0..count).map(|_| Slot::Missing).collect(), held_bytes: 0, max_held_bytes: u64::MAX, spill_path: None, spill: None, spill_failed: None }
+        BlockStash {
+            slots: (0..count).map(|_| Slot::Missing).collect(),
+            held_bytes: 0,
+            max_held_bytes: u64::MAX,
+            spill_path: None,
+            spill: None,
+            spill_failed: None,
+        }
     }
 
     /// Room for the `count` blocks of a table: beyond `max_held_bytes` of
@@ -145,7 +152,8 @@ impl BlockStash {
         has_dtm50: bool,
         legal_positions: u64,
     ) -> io::Result<[u8; format::HEADER_LEN]> {
-        let start = format::header_and_index(format::VERSION, material, positions, has_dtm50, legal_positions, &self.entries());
+        let start =
+            format::header_and_index(format::VERSION, material, positions, has_dtm50, legal_positions, &self.entries());
         w.write_all(&start)?;
         let mut buf = Vec::new();
         for b in 0..self.slots.len() {
@@ -165,7 +173,13 @@ impl BlockStash {
     }
 
     /// The table file in memory (for a table that could not be written).
-    pub fn assemble(&mut self, material: &Material, positions: usize, has_dtm50: bool, legal_positions: u64) -> io::Result<Vec<u8>> {
+    pub fn assemble(
+        &mut self,
+        material: &Material,
+        positions: usize,
+        has_dtm50: bool,
+        legal_positions: u64,
+    ) -> io::Result<Vec<u8>> {
         let mut out = Vec::with_capacity(self.file_bytes(positions) as usize);
         self.write_to(&mut out, material, positions, has_dtm50, legal_positions)?;
         Ok(out)
@@ -243,7 +257,10 @@ mod tests {
         assert_eq!(blocks.spilled_bytes(), 0);
         assert!(blocks.spill_failed.is_some());
         let positions = 3 * BLOCK_POSITIONS;
-        assert!(blocks.assemble(&material, positions, false, 7).unwrap() == format::assemble(&material, positions, false, 7, &encoded(3)));
+        assert!(
+            blocks.assemble(&material, positions, false, 7).unwrap()
+                == format::assemble(&material, positions, false, 7, &encoded(3))
+        );
         let _ = fs::remove_dir_all(&d);
     }
 }

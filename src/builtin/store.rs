@@ -21,11 +21,11 @@ use super::{
     cache::{BlockCache, BlockKey, CacheCounts, GENERATION_CACHE_MIB},
     dtm50,
     format::{self, Blocks, DecodedBlock, Dtm50Part},
-    stash::{self, BlockStash},
     generate::{Board, PhaseSecs, Values, generate_blocks},
     index::{Layout, MAX_MEN, NONE, Pos},
     material::{self, Material, NUMBER_OF_IDS},
     schedule::{GenerationState, Progress, Queue},
+    stash::{self, BlockStash},
     value,
 };
 
@@ -96,8 +96,9 @@ impl Table {
         self.cache.with_block(
             key,
             || {
-                format::decode_block_part(self.bytes(), &self.blocks, b, part)
-                    .map_err(|e| format!("built-in table {}.{} block {b}: {e}", self.material.name(), format::EXTENSION))
+                format::decode_block_part(self.bytes(), &self.blocks, b, part).map_err(|e| {
+                    format!("built-in table {}.{} block {b}: {e}", self.material.name(), format::EXTENSION)
+                })
             },
             |block| f(block, j as u32),
         )
@@ -757,7 +758,11 @@ impl Inner {
     fn run(self: Arc<Self>, m: Material) {
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.open_or_generate(&m)))
             .unwrap_or_else(|panic| {
-                Err(Unavailable::Failed(format!("generating {} panicked: {}", m.name(), crate::panics::message(&*panic).unwrap_or("unknown"))))
+                Err(Unavailable::Failed(format!(
+                    "generating {} panicked: {}",
+                    m.name(),
+                    crate::panics::message(&*panic).unwrap_or("unknown")
+                )))
             });
         let cancelled = self.cancelled.load(Ordering::SeqCst);
         let mut q = self.lock();
@@ -795,7 +800,10 @@ impl Inner {
             return done;
         }
         if pool().current_thread_index().is_some() {
-            return Err(Unavailable::Failed(format!("built-in table {} awaited inside the generator's pool", m.name())));
+            return Err(Unavailable::Failed(format!(
+                "built-in table {} awaited inside the generator's pool",
+                m.name()
+            )));
         }
         let mut q = self.lock();
         loop {
@@ -819,9 +827,7 @@ impl Inner {
         }
         match self.waiting {
             Waiting::Block => self.wait(m),
-            Waiting::Never => {
-                self.settle_or_request(m).unwrap_or_else(|| Err(Unavailable::Generating(m.name())))
-            }
+            Waiting::Never => self.settle_or_request(m).unwrap_or_else(|| Err(Unavailable::Generating(m.name()))),
         }
     }
 
@@ -856,10 +862,9 @@ impl Inner {
     /// `tables` needing `bytes` against the disk this store may still take,
     /// a refusal counted.
     fn disk_verdict(&self, tables: String, bytes: u64) -> Result<(), Refusal> {
-        budget::disk_verdict(tables, bytes, budget::available_disk(&self.dir, self.caps.disk_bytes))
-            .inspect_err(|_| {
-                self.refused_disk.fetch_add(1, Ordering::Relaxed);
-            })
+        budget::disk_verdict(tables, bytes, budget::available_disk(&self.dir, self.caps.disk_bytes)).inspect_err(|_| {
+            self.refused_disk.fetch_add(1, Ordering::Relaxed);
+        })
     }
 
     /// Maps the table file of `material`, if there is one, and checks its
@@ -921,7 +926,11 @@ impl Inner {
             let q = self.lock();
             if let Some(d) = material.dependencies().iter().find(|d| self.ready(d).is_none()) {
                 let why = q.failure(d).map_or_else(|| "not settled".to_string(), |(why, _)| why.to_string());
-                return Err(Unavailable::Failed(format!("{} needs {}, which failed: {why}", material.name(), d.name())));
+                return Err(Unavailable::Failed(format!(
+                    "{} needs {}, which failed: {why}",
+                    material.name(),
+                    d.name()
+                )));
             }
             self.reserved_memory(&q, Some(material))
         };
@@ -940,8 +949,16 @@ impl Inner {
             Err(_) => BlockStash::in_memory(count),
         };
         let lookup = |b: &Board| self.lookup_settled(b);
-        let mut g = generate_blocks(&layout, &lookup, self.with_dtm50, self.compression, blocks, &budget::dtm50_memory_check, &self.cancelled)
-            .map_err(Unavailable::Failed)?;
+        let mut g = generate_blocks(
+            &layout,
+            &lookup,
+            self.with_dtm50,
+            self.compression,
+            blocks,
+            &budget::dtm50_memory_check,
+            &self.cancelled,
+        )
+        .map_err(Unavailable::Failed)?;
         let (phase_secs, tally) = (g.secs, g.tally);
         let secs = start.elapsed().as_secs_f64();
         if self.cancelled.load(Ordering::SeqCst) {
@@ -982,10 +999,13 @@ impl Inner {
                 self.write_failures.fetch_add(1, Ordering::Relaxed);
                 // Kept in memory only within the allowance: a table that
                 // cannot be written must not grow the process without bound.
-                let bytes = g
-                    .blocks
-                    .assemble(material, g.positions, g.has_dtm50, g.legal_positions)
-                    .map_err(|read| Unavailable::Failed(format!("could not write {} ({e}) nor read its spilled blocks back: {read}", material.name())))?;
+                let bytes =
+                    g.blocks.assemble(material, g.positions, g.has_dtm50, g.legal_positions).map_err(|read| {
+                        Unavailable::Failed(format!(
+                            "could not write {} ({e}) nor read its spilled blocks back: {read}",
+                            material.name()
+                        ))
+                    })?;
                 let bytes_needed = bytes.len() as u64;
                 let held = self.unwritten_bytes.fetch_add(bytes_needed, Ordering::SeqCst);
                 if held + bytes_needed > self.max_unwritten_bytes {
@@ -998,7 +1018,8 @@ impl Inner {
                     }));
                 }
                 tracing::warn!(table = %material.name(), "could not write built-in table to {}: {e}; serving it from memory", self.dir.display());
-                let (header, blocks) = format::validate_layout(&bytes, material, layout.size).map_err(Unavailable::Failed)?;
+                let (header, blocks) =
+                    format::validate_layout(&bytes, material, layout.size).map_err(Unavailable::Failed)?;
                 let mut t = Table::new(material, layout, Data::Owned(bytes), blocks, &self.cache);
                 t.legal_positions = header.legal_positions;
                 t.generated_secs = Some(secs);
@@ -1051,7 +1072,10 @@ impl Inner {
     }
 
     fn unsettled(&self, b: &Board) -> String {
-        format!("built-in table {} looked up before it was settled", material_of(b).0.map_or_else(String::new, |m| m.name()))
+        format!(
+            "built-in table {} looked up before it was settled",
+            material_of(b).0.map_or_else(String::new, |m| m.name())
+        )
     }
 }
 
@@ -1252,7 +1276,11 @@ impl Store {
     /// The values of a position without en-passant rights, and its whole
     /// DTM50 function as stored: segments in clock order, appended to
     /// `segments` (none for a draw at every clock, or without DTM50).
-    pub fn probe_function(&self, pos: &shakmaty::Chess, segments: &mut Vec<dtm50::Segment>) -> Result<Option<Values>, Unavailable> {
+    pub fn probe_function(
+        &self,
+        pos: &shakmaty::Chess,
+        segments: &mut Vec<dtm50::Segment>,
+    ) -> Result<Option<Values>, Unavailable> {
         let Some(b) = board_of(pos) else { return Ok(None) };
         let (t, idx) = self.locate(&b)?;
         let Some(t) = t else { return Ok(Some(Values::DRAW)) };
@@ -1277,8 +1305,12 @@ fn remove_stale_temporary_files(dir: &Path) {
         let age = entry.metadata().and_then(|m| m.modified()).ok().and_then(|t| t.elapsed().ok());
         if age.is_some_and(|age| age > STALE_TEMPORARY) {
             match fs::remove_file(entry.path()) {
-                Ok(()) => tracing::info!(file = %entry.path().display(), "removed a temporary file left by an interrupted write"),
-                Err(e) => tracing::warn!(file = %entry.path().display(), "could not remove a stale temporary file: {e}"),
+                Ok(()) => {
+                    tracing::info!(file = %entry.path().display(), "removed a temporary file left by an interrupted write")
+                }
+                Err(e) => {
+                    tracing::warn!(file = %entry.path().display(), "could not remove a stale temporary file: {e}")
+                }
             }
         }
     }
@@ -1339,13 +1371,17 @@ mod tests {
     fn spilled_blocks_make_the_same_tables() {
         let base = std::env::temp_dir().join(format!("tbserver-store-spill-{}", std::process::id()));
         let _ = fs::remove_dir_all(&base);
-        let (held, spilled) = (Store::new(base.join("held"), true), Store::new(base.join("spilled"), true).with_max_held_block_bytes(0));
+        let (held, spilled) =
+            (Store::new(base.join("held"), true), Store::new(base.join("spilled"), true).with_max_held_block_bytes(0));
         for name in ["KPvK", "KQvKP"] {
             let material = Material::parse(name).unwrap();
             let (a, b) = (held.table(&material).unwrap(), spilled.table(&material).unwrap());
             assert!(a.bytes() == b.bytes(), "{name}");
         }
-        let names: Vec<String> = fs::read_dir(base.join("spilled")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+        let names: Vec<String> = fs::read_dir(base.join("spilled"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
         assert!(names.iter().all(|n| !n.contains(".tmp")), "{names:?}");
         assert!(names.iter().any(|n| n == "KQvKP.tbsb"), "{names:?}");
         let _ = fs::remove_dir_all(&base);
@@ -1597,7 +1633,9 @@ mod tests {
                             loop {
                                 match never.lookup(&board(kpk)) {
                                     Ok(_) => break,
-                                    Err(Unavailable::Generating(_)) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                                    Err(Unavailable::Generating(_)) => {
+                                        std::thread::sleep(std::time::Duration::from_millis(5))
+                                    }
                                     Err(e) => panic!("{e}"),
                                 }
                             }
@@ -1624,7 +1662,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tbserver-store-bound-{}", std::process::id()));
         let _ = fs::remove_dir_all(&dir);
         let store = Store::new(&dir, true);
-        let materials: Vec<Material> = material::all_materials(4).into_iter().filter(|m| m.pieces() == 4).take(16).collect();
+        let materials: Vec<Material> =
+            material::all_materials(4).into_iter().filter(|m| m.pieces() == 4).take(16).collect();
         let barrier = std::sync::Barrier::new(materials.len());
         let accepted: usize = std::thread::scope(|scope| {
             let handles: Vec<_> = materials
@@ -1705,7 +1744,10 @@ mod tests {
         // would serve DTM50 from it from then on.
         let upgraded = Store::new(dir.join("lean"), true).table(&kqk).unwrap();
         assert!(upgraded.generated_secs.is_some() && upgraded.has_dtm50());
-        assert_eq!(Store::new(dir.join("lean"), false).without_dtm50().probe_dtm50(&p, 50).unwrap(), Some(value::win(1)));
+        assert_eq!(
+            Store::new(dir.join("lean"), false).without_dtm50().probe_dtm50(&p, 50).unwrap(),
+            Some(value::win(1))
+        );
         let _ = fs::remove_dir_all(&dir);
     }
 }

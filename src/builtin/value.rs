@@ -95,8 +95,20 @@ pub fn wdl50(dtz: u16) -> shakmaty_syzygy::Wdl {
     use shakmaty_syzygy::Wdl;
     let cursed = plies(dtz) > 100;
     match dtz & 3 {
-        WIN => if cursed { Wdl::CursedWin } else { Wdl::Win },
-        LOSS => if cursed { Wdl::BlessedLoss } else { Wdl::Loss },
+        WIN => {
+            if cursed {
+                Wdl::CursedWin
+            } else {
+                Wdl::Win
+            }
+        }
+        LOSS => {
+            if cursed {
+                Wdl::BlessedLoss
+            } else {
+                Wdl::Loss
+            }
+        }
         _ => Wdl::Draw,
     }
 }

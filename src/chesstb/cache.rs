@@ -52,7 +52,9 @@ pub struct LayeredBlock {
 }
 
 fn u32_at(b: &[u8], at: usize) -> FileResult<u32> {
-    b.get(at..at + 4).map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes"))).ok_or_else(|| "record outside its block".into())
+    b.get(at..at + 4)
+        .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")))
+        .ok_or_else(|| "record outside its block".into())
 }
 
 fn byte_at(b: &[u8], at: usize) -> FileResult<u8> {
@@ -308,4 +310,3 @@ pub(super) fn single_width(first: u8, eb: usize) -> usize {
 pub(super) fn double_width(second: u8, eb: usize) -> usize {
     if second & 0x80 != 0 { 2 + 2 * eb } else { 2 + 3 * eb }
 }
-

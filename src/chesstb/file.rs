@@ -1,11 +1,7 @@
 //! One chesstb table file: header, per-side frames, offset sections and
 //! block decoding (LZ4 with a dictionary for WDL, raw LZMA1 for the rest).
 
-use std::{
-    ops::Range,
-    path::Path,
-    sync::Arc,
-};
+use std::{ops::Range, path::Path, sync::Arc};
 
 use memmap2::Mmap;
 
@@ -83,7 +79,6 @@ const FLAG_RELAXED: u8 = 0x10;
 /// plies (`2 * moves + 1` in `u16`) from overflowing.
 const MAX_RANK_VALUE: u16 = 4095;
 
-
 /// Reads little-endian fields with bounds checks.
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -92,7 +87,8 @@ struct Reader<'a> {
 
 impl<'a> Reader<'a> {
     fn take(&mut self, n: usize) -> FileResult<&'a [u8]> {
-        let end = self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("header runs past the end of the file")?;
+        let end =
+            self.at.checked_add(n).filter(|&e| e <= self.bytes.len()).ok_or("header runs past the end of the file")?;
         let s = &self.bytes[self.at..end];
         self.at = end;
         Ok(s)
@@ -319,7 +315,9 @@ impl TableFile {
         let decoded = match self.kind {
             Kind::Wdl => {
                 let size = if last { s.tail } else { s.block_unit } as usize;
-                Block::Bytes(lz4_block(compressed, size, &bytes[s.dict.clone()]).map_err(|e| format!("block {block}: {e}"))?)
+                Block::Bytes(
+                    lz4_block(compressed, size, &bytes[s.dict.clone()]).map_err(|e| format!("block {block}: {e}"))?,
+                )
             }
             Kind::Dtz | Kind::Dtm => {
                 let size = if last { s.tail } else { s.block_unit } as usize;
@@ -363,7 +361,11 @@ fn lzma_block(compressed: &[u8], size: usize) -> Result<Vec<u8>, String> {
     }
     let dict = u32::from_le_bytes(props[1..5].try_into().expect("4 bytes")).clamp(4096, 1 << 30);
     let mut options = LzmaOptions::new_preset(6).map_err(|e| format!("LZMA: {e}"))?;
-    options.literal_context_bits(lclppb % 9).literal_position_bits(lclppb / 9 % 5).position_bits(lclppb / 45).dict_size(dict);
+    options
+        .literal_context_bits(lclppb % 9)
+        .literal_position_bits(lclppb / 9 % 5)
+        .position_bits(lclppb / 45)
+        .dict_size(dict);
     let mut filters = Filters::new();
     filters.lzma1(&options);
     let mut decoder = Stream::new_raw_decoder(&filters).map_err(|e| format!("LZMA: {e}"))?;
@@ -371,7 +373,8 @@ fn lzma_block(compressed: &[u8], size: usize) -> Result<Vec<u8>, String> {
     let mut out = Vec::with_capacity(size);
     while out.len() < size {
         let (read, written) = (decoder.total_in(), out.len());
-        let status = decoder.process_vec(&stream[read as usize..], &mut out, Action::Run).map_err(|e| format!("LZMA: {e}"))?;
+        let status =
+            decoder.process_vec(&stream[read as usize..], &mut out, Action::Run).map_err(|e| format!("LZMA: {e}"))?;
         let stuck = decoder.total_in() == read && out.len() == written;
         if out.len() < size && (status == Status::StreamEnd || stuck) {
             return Err(format!("LZMA: {} bytes instead of {size}", out.len()));
@@ -392,7 +395,9 @@ fn get(frames: &mut [Frame], i: usize) -> &mut Stored {
 /// distances derived from changepoints assume they are in range.
 fn within_layers(record: Record, kind: Kind) -> FileResult<Record> {
     match record.starts.last() {
-        Some(&last) if usize::from(last) >= kind.layers() => Err(format!("changepoint {last} beyond the pack's {} layers", kind.layers())),
+        Some(&last) if usize::from(last) >= kind.layers() => {
+            Err(format!("changepoint {last} beyond the pack's {} layers", kind.layers()))
+        }
         _ => Ok(record),
     }
 }
@@ -470,7 +475,11 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
                     return Err(format!("rank table value {v} is beyond any distance a chess table holds"));
                 }
             }
-            if s.block_unit == 0 || s.block_count == 0 || s.block_count > 1 << 40 || !s.block_unit.is_multiple_of(s.entry_bytes as u64) {
+            if s.block_unit == 0
+                || s.block_count == 0
+                || s.block_count > 1 << 40
+                || !s.block_unit.is_multiple_of(s.entry_bytes as u64)
+            {
                 return Err("bad block geometry".into());
             }
             // The frame's blocks must cover its index exactly.
@@ -490,7 +499,8 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
         };
         frames.push(Frame { data, loss_only: flag & FLAG_LOSS_ONLY != 0, relaxed: flag & FLAG_RELAXED != 0 });
     }
-    let stored_ids: Vec<usize> = (0..frames.len()).filter(|&i| matches!(frames[i].data, FrameData::Stored(_))).collect();
+    let stored_ids: Vec<usize> =
+        (0..frames.len()).filter(|&i| matches!(frames[i].data, FrameData::Stored(_))).collect();
     if kind == Kind::Wdl {
         for &i in &stored_ids {
             let n = r.u16()? as usize;
@@ -541,7 +551,8 @@ fn parse(bytes: &[u8], kind: Kind, material: &TableMaterial, index: &IndexConfig
     }
     let mut it = frames.into_iter();
     let white = it.next().ok_or("no frames")?;
-    let black = it.next().unwrap_or(Frame { data: FrameData::Dropped, loss_only: white.loss_only, relaxed: white.relaxed });
+    let black =
+        it.next().unwrap_or(Frame { data: FrameData::Dropped, loss_only: white.loss_only, relaxed: white.relaxed });
     Ok([white, black])
 }
 

@@ -158,7 +158,8 @@ impl PairRanks {
     /// pair of counts, shared by every material with them.
     fn get(free: [usize; 2]) -> Option<&'static PairRanks> {
         const MAX: usize = 4;
-        static RANKS: [[OnceLock<Option<PairRanks>>; MAX + 1]; MAX + 1] = [const { [const { OnceLock::new() }; MAX + 1] }; MAX + 1];
+        static RANKS: [[OnceLock<Option<PairRanks>>; MAX + 1]; MAX + 1] =
+            [const { [const { OnceLock::new() }; MAX + 1] }; MAX + 1];
         if free[0] > MAX || free[1] > MAX {
             return None;
         }
@@ -171,7 +172,9 @@ impl PairRanks {
         if cells > MAX_PAIR_CELLS {
             return None;
         }
-        let placements = |n: usize, size: u64| -> Vec<ArrayVec<Sq, 8>> { (0..size).map(|r| unrank(r, n).into_iter().map(|p| p + 8).collect()).collect() };
+        let placements = |n: usize, size: u64| -> Vec<ArrayVec<Sq, 8>> {
+            (0..size).map(|r| unrank(r, n).into_iter().map(|p| p + 8).collect()).collect()
+        };
         let (whites, blacks) = (placements(free[0], sizes[0]), placements(free[1], sizes[1]));
         let pairs: Vec<(Sq, Sq)> = (0..64u8)
             .flat_map(|w| (0..64u8).map(move |b| (w, b)))
@@ -185,7 +188,8 @@ impl PairRanks {
         for b in &blacks {
             for w in &whites {
                 for &(pw, pb) in &pairs {
-                    let collide = w.iter().any(|s| b.contains(s) || *s == pw || *s == pb) || b.iter().any(|s| *s == pw || *s == pb);
+                    let collide = w.iter().any(|s| b.contains(s) || *s == pw || *s == pb)
+                        || b.iter().any(|s| *s == pw || *s == pb);
                     if !collide {
                         let all_w: ArrayVec<Sq, 9> = w.iter().copied().chain([pw]).collect();
                         let all_b: ArrayVec<Sq, 9> = b.iter().copied().chain([pb]).collect();
@@ -410,8 +414,11 @@ impl IndexConfig {
             // change which pair is the lowest.
             let (pw, pb) = canonical_pair(&q.pieces[0][4], &q.pieces[1][4])?;
             let rank_of = |sqs: &[Sq], skip: Sq| -> Option<u64> {
-                let mut v: ArrayVec<u8, 8> =
-                    sqs.iter().filter(|&&s| s != skip).map(|&s| s.checked_sub(8).filter(|&p| p < 48)).collect::<Option<_>>()?;
+                let mut v: ArrayVec<u8, 8> = sqs
+                    .iter()
+                    .filter(|&&s| s != skip)
+                    .map(|&s| s.checked_sub(8).filter(|&p| p < 48))
+                    .collect::<Option<_>>()?;
                 v.sort_unstable();
                 Some(colex_rank(&v))
             };

@@ -96,7 +96,9 @@ impl TableMaterial {
     /// colours as on the board), `None` without one. Which pair stands for
     /// the pair does not change the material.
     pub fn pair_of_board(board: &Board) -> Option<TableMaterial> {
-        let pawns = |c: Color| (board.by_color(c) & board.pawns()).into_iter().map(|s| s as u8).collect::<arrayvec::ArrayVec<u8, 8>>();
+        let pawns = |c: Color| {
+            (board.by_color(c) & board.pawns()).into_iter().map(|s| s as u8).collect::<arrayvec::ArrayVec<u8, 8>>()
+        };
         canonical_pair(&pawns(Color::White), &pawns(Color::Black))?;
         let mut m = TableMaterial::of_board(board);
         m.counts[0][4] -= 1;
@@ -117,7 +119,11 @@ impl TableMaterial {
             std::cmp::Ordering::Less => false,
             std::cmp::Ordering::Equal => self.counts[1] > self.counts[0],
         };
-        if swap { (TableMaterial { counts: [self.counts[1], self.counts[0]], pair: self.pair }, true) } else { (*self, false) }
+        if swap {
+            (TableMaterial { counts: [self.counts[1], self.counts[0]], pair: self.pair }, true)
+        } else {
+            (*self, false)
+        }
     }
 }
 

@@ -338,10 +338,7 @@ fn mirrored(p: &Placement) -> Placement {
     let flip = |v: &arrayvec::ArrayVec<u8, 8>| v.iter().map(|s| s ^ 56).collect();
     Placement {
         kings: [p.kings[1] ^ 56, p.kings[0] ^ 56],
-        pieces: [
-            std::array::from_fn(|r| flip(&p.pieces[1][r])),
-            std::array::from_fn(|r| flip(&p.pieces[0][r])),
-        ],
+        pieces: [std::array::from_fn(|r| flip(&p.pieces[1][r])), std::array::from_fn(|r| flip(&p.pieces[0][r]))],
     }
 }
 
@@ -680,9 +677,9 @@ impl Chesstb {
                         let cc = self.canon(&child);
                         match self.file(&cc.material, Kind::Dtm50)? {
                             Some(f) => match self.locate(&f, &cc, Some(cw))? {
-                                Located::Direct { side, idx } => {
-                                    Some(f.read_record(&self.cache, side, idx).map_err(|e| Self::err(&f, e))?.map(Box::new))
-                                }
+                                Located::Direct { side, idx } => Some(
+                                    f.read_record(&self.cache, side, idx).map_err(|e| Self::err(&f, e))?.map(Box::new),
+                                ),
                                 Located::Rebuild => None,
                             },
                             None => None,
@@ -1020,7 +1017,14 @@ impl Chesstb {
 
     /// A position with an en-passant capture: the tables hold it without
     /// the right, so the captures are searched beside the stored answer.
-    fn ep_overlay(&self, pos: &Chess, mut best: Values, with_clock: bool, with_dtc: bool, depth: u32) -> R<Option<Values>> {
+    fn ep_overlay(
+        &self,
+        pos: &Chess,
+        mut best: Values,
+        with_clock: bool,
+        with_dtc: bool,
+        depth: u32,
+    ) -> R<Option<Values>> {
         let mut dtm50_class = best.dtm50.map(|m| m.class).or(best.wdl.map(Class::fold_50));
         // DTC compares on the class its clock leaves, (order, plies) breaking ties.
         let mut dtc_best = best.dtc.map_or((best.wdl.expect("set"), 0, 0), |d| (d.class, d.order, d.plies));
@@ -1049,7 +1053,11 @@ impl Chesstb {
                 let mine = (cw.invert().fold_50(), 0, 1);
                 if mine.0 > dtc_best.0 || (best.dtc.is_some() && better_dtc(mine, dtc_best)) {
                     dtc_best = mine;
-                    best.dtc = Some(if mine.0 == Class::Draw { Conversion::DRAW } else { Conversion { class: mine.0, order: 0, plies: 1 } });
+                    best.dtc = Some(if mine.0 == Class::Draw {
+                        Conversion::DRAW
+                    } else {
+                        Conversion { class: mine.0, order: 0, plies: 1 }
+                    });
                 }
             }
             if let (Some(d), Some(cd)) = (best.dtm50, cr.dtm50) {
@@ -1180,11 +1188,11 @@ impl Chesstb {
             return Ok(Some(Conversion { class: Class::Loss, order: 0, plies: 0 }));
         }
         let budget = dtc_budget_plies(clock);
-        Ok(Some(
-            (0..DTC_ROWS)
-                .find(|&k| !drawn[k] && worst[k] <= budget)
-                .map_or(Conversion::DRAW, |k| Conversion { class: Class::Loss, order: k as u16, plies: worst[k] }),
-        ))
+        Ok(Some((0..DTC_ROWS).find(|&k| !drawn[k] && worst[k] <= budget).map_or(Conversion::DRAW, |k| Conversion {
+            class: Class::Loss,
+            order: k as u16,
+            plies: worst[k],
+        })))
     }
 
     /// Whether an en-passant capture out of `child` wins for its mover
@@ -1272,7 +1280,11 @@ fn settled_without_layer(wdl: Class, flat: &PackAnswer, clock: u32) -> Option<Op
         if dtm.is_none() && wdl == Class::Loss {
             return Some(None);
         }
-        return Some(if wdl == Class::Loss && dtm == Some(0) { Some(Mate { class: Class::Loss, plies: 0 }) } else { draw });
+        return Some(if wdl == Class::Loss && dtm == Some(0) {
+            Some(Mate { class: Class::Loss, plies: 0 })
+        } else {
+            draw
+        });
     }
     if wdl.fold_50() == Class::Draw {
         return Some(draw);

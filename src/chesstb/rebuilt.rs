@@ -158,7 +158,13 @@ mod tests {
         let one_set = SetCache::<Key, u16>::SET_BYTES;
         let cache = RebuiltCache::<u16>::new(one_set);
         assert_eq!(cache.answers.sets(), 1);
-        let fens = ["7k/8/8/8/8/8/8/KR6", "7k/8/8/8/8/8/8/K1R5", "7k/8/8/8/8/8/8/K2R4", "7k/8/8/8/8/8/8/K3R3", "7k/8/8/8/8/8/8/K4R2"];
+        let fens = [
+            "7k/8/8/8/8/8/8/KR6",
+            "7k/8/8/8/8/8/8/K1R5",
+            "7k/8/8/8/8/8/8/K2R4",
+            "7k/8/8/8/8/8/8/K3R3",
+            "7k/8/8/8/8/8/8/K4R2",
+        ];
         let ps: Vec<Chess> = fens.iter().map(|f| pos(&format!("{f} w - - 0 1"))).collect();
         for (i, p) in ps[..4].iter().enumerate() {
             cache.insert(p, What::Dtm, i as u16);
@@ -169,7 +175,10 @@ mod tests {
         assert_eq!(kept, [Some(0), None, Some(2), Some(3), Some(4)]);
         // Inserting a key again replaces its entry rather than taking a way.
         cache.insert(&ps[4], What::Dtm, 40);
-        assert_eq!(ps.iter().map(|p| cache.get(p, What::Dtm)).collect::<Vec<_>>(), [Some(0), None, Some(2), Some(3), Some(40)]);
+        assert_eq!(
+            ps.iter().map(|p| cache.get(p, What::Dtm)).collect::<Vec<_>>(),
+            [Some(0), None, Some(2), Some(3), Some(40)]
+        );
         // A budget under one set keeps nothing.
         assert!(RebuiltCache::<u16>::new(one_set - 1).answers.is_empty());
     }

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use axum::{
     extract::{Query, State, rejection::QueryRejection},
-    response::{IntoResponse, Response, sse::{Event, KeepAlive, Sse}},
+    response::{
+        IntoResponse, Response,
+        sse::{Event, KeepAlive, Sse},
+    },
 };
 use serde::Deserialize;
 use shakmaty::Chess;
@@ -23,7 +26,6 @@ use crate::{
     request::parse_fen,
     search::{self, Limits, SearchOptions, SearchResult},
 };
-
 
 /// The search side of the server: its limits, its concurrency slots and its
 /// own thread pool (so searches never take the threads that answer probes).
@@ -272,8 +274,7 @@ pub async fn analyse_stream(
         let _ = tx.blocking_send(last);
         let _ = done_tx.send(());
     });
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx))
-    });
+    let stream =
+        futures_util::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|e| (Ok::<_, Infallible>(e), rx)) });
     Sse::new(stream).keep_alive(KeepAlive::default()).into_response()
 }

@@ -15,9 +15,9 @@ use super::{
 use crate::{
     builtin::schedule::{GenerationState, Progress},
     error::ApiError,
-    sources::TableInfo,
     probe::{self, MoveOrder},
     request::parse_fen,
+    sources::TableInfo,
 };
 
 /// Everything the tables say about a position and each of its moves.
@@ -26,10 +26,7 @@ use crate::{
     responses((status = 200, body = probe::ProbeAnswer, content(
         (probe::ProbeAnswer = "application/json"), (probe::ProbeAnswer = "application/cbor"))), openapi::PositionErrors)
 )]
-pub async fn probe_get(
-    State(state): State<AppState>,
-    request: FenRequest,
-) -> Result<Response, ApiError> {
+pub async fn probe_get(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     answer_fen(&state, request, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
 }
 
@@ -69,8 +66,7 @@ impl Answer for BatchResponse {
         (BatchResponse = "application/json"), (BatchResponse = "application/cbor"))), openapi::BatchErrors)
 )]
 pub async fn probe_batch(State(state): State<AppState>, format: Format, body: Bytes) -> Result<Response, ApiError> {
-    let request: BatchRequest =
-        serde_json::from_slice(&body).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
+    let request: BatchRequest = serde_json::from_slice(&body).map_err(|e| ApiError::InvalidBody(e.to_string()))?;
     let max = state.config.limits.max_batch;
     if request.fens.len() > max {
         return Err(ApiError::BatchTooLarge { size: request.fens.len(), max });
@@ -113,10 +109,8 @@ pub async fn mainline(
     request: FenRequest,
     metric: Result<Query<MetricQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
-    let Query(MetricQuery { metric }) = metric.map_err(|_| ApiError::InvalidParameter {
-        name: "metric",
-        reason: "expected one of dtm50, dtm, dtz".into(),
-    })?;
+    let Query(MetricQuery { metric }) = metric
+        .map_err(|_| ApiError::InvalidParameter { name: "metric", reason: "expected one of dtm50, dtm, dtz".into() })?;
     answer_fen(&state, request, Endpoint::Mainline(metric), move |tb, pos| probe::mainline(tb, pos, metric)).await
 }
 
@@ -136,12 +130,15 @@ struct TablesResponse {
 pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
     let tablebases = state.tablebases();
     let tables = tablebases.tables();
-    encoding::respond(&TablesResponse {
-        count: tables.len(),
-        with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
-        max_pieces: tablebases.max_pieces(),
-        tables,
-    }, format)
+    encoding::respond(
+        &TablesResponse {
+            count: tables.len(),
+            with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
+            max_pieces: tablebases.max_pieces(),
+            tables,
+        },
+        format,
+    )
 }
 
 /// `?material=KRBvKQ`

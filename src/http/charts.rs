@@ -46,7 +46,9 @@ pub async fn dtm50_by_clock(State(state): State<AppState>, request: FenRequest) 
 )]
 pub async fn dtm50_chart_svg(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     let pos = request.position()?;
-    let chart = state.run_probe(Endpoint::Dtm50ByClock, move |shared| clock_chart::dtm50_by_clock(&shared.tablebases(), &pos)).await?;
+    let chart = state
+        .run_probe(Endpoint::Dtm50ByClock, move |shared| clock_chart::dtm50_by_clock(&shared.tablebases(), &pos))
+        .await?;
     Ok((
         [
             (header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml")),
@@ -77,7 +79,10 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
                 Ok(Some(stats)) => Ok(stats.value),
                 Ok(None) => Err(ApiError::MissingTable {
                     material: material.name(),
-                    missing: format!("{} (built-in; statistics are kept for built-in tables once generated)", material.name()),
+                    missing: format!(
+                        "{} (built-in; statistics are kept for built-in tables once generated)",
+                        material.name()
+                    ),
                 }),
                 Err(err) => Err(api_error(&tb, err)),
             }
@@ -101,7 +106,11 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
             headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
     )
 )]
-pub async fn table_stats(State(state): State<AppState>, format: Format, Path(name): Path<String>) -> Result<Response, ApiError> {
+pub async fn table_stats(
+    State(state): State<AppState>,
+    format: Format,
+    Path(name): Path<String>,
+) -> Result<Response, ApiError> {
     let stats = stats_of(&state, name).await?;
     Ok(encoding::respond(stats.as_ref(), format))
 }

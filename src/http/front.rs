@@ -126,7 +126,11 @@ where
                 {
                     response = encoding::negotiate_error(response, format);
                 }
-                tracing::debug!(latency_ms = latency.as_secs_f64() * 1e3, status = status.as_u16(), "finished processing request");
+                tracing::debug!(
+                    latency_ms = latency.as_secs_f64() * 1e3,
+                    status = status.as_u16(),
+                    "finished processing request"
+                );
                 if status.is_server_error() {
                     log_failure(status, latency);
                 }
@@ -197,7 +201,9 @@ where
             Some(ApiError::RateLimited { retry_after_s })
         } else {
             match request.uri().query().map(str::len) {
-                Some(bytes) if bytes > limits.max_query_bytes => Some(ApiError::QueryTooLong { bytes, max: limits.max_query_bytes }),
+                Some(bytes) if bytes > limits.max_query_bytes => {
+                    Some(ApiError::QueryTooLong { bytes, max: limits.max_query_bytes })
+                }
                 _ => None,
             }
         };
@@ -231,7 +237,9 @@ impl RequestIds {
         use std::hash::{BuildHasher, Hasher};
         // The standard library seeds `RandomState` from the OS.
         let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos());
+        hasher.write_u128(
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos(),
+        );
         RequestIds { prefix: hasher.finish(), next: Arc::new(AtomicU64::new(0)) }
     }
 

@@ -66,7 +66,12 @@ impl LichessCategory {
     /// lichess's rule: `halfmoves` is the position's clock, `halfmoves_before`
     /// the clock before the move that reached it; once that was 100 or more,
     /// the opponent could already claim a draw, so nothing decisive is left.
-    fn of(info: &PositionInfo, dtz: Option<MaybeRounded<Dtz>>, halfmoves: u32, halfmoves_before: u32) -> LichessCategory {
+    fn of(
+        info: &PositionInfo,
+        dtz: Option<MaybeRounded<Dtz>>,
+        halfmoves: u32,
+        halfmoves_before: u32,
+    ) -> LichessCategory {
         use LichessCategory::*;
         let claimable = halfmoves_before >= 100;
         if info.stalemate || info.insufficient_material || dtz.is_some_and(|d| d.is_zero()) {
@@ -412,7 +417,12 @@ fn lichess_mainline(tb: &Tablebases, pos: &Chess) -> Result<MainlineResponse, Ap
             let Some((m, dtz)) = probe::dtz_best_move(tb, &pos)? else { break };
             let uci = UciMove::from_standard(m).to_string();
             let san = SanPlus::from_move_and_play_unchecked(&mut pos, m).to_string();
-            mainline.push(MainlineStepFields { uci, san, dtz: dtz.ignore_rounding().0, precise_dtz: dtz.precise().map(|d| d.0) });
+            mainline.push(MainlineStepFields {
+                uci,
+                san,
+                dtz: dtz.ignore_rounding().0,
+                precise_dtz: dtz.precise().map(|d| d.0),
+            });
         }
     }
     Ok(MainlineResponse {

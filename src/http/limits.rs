@@ -72,10 +72,8 @@ impl RateLimiter {
 /// the body limit, 405, extractor rejections) the JSON error shape.
 pub async fn json_errors(response: Response, max_body_bytes: usize) -> Response {
     let status = response.status();
-    let is_json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    let is_json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
     if !(status.is_client_error() || status.is_server_error()) || is_json {
         return response;
     }
@@ -86,7 +84,8 @@ pub async fn json_errors(response: Response, max_body_bytes: usize) -> Response 
         _ => {
             let text = axum::body::to_bytes(response.into_body(), 4096).await.unwrap_or_default();
             let message = String::from_utf8_lossy(&text).trim().to_owned();
-            let message = if message.is_empty() { status.canonical_reason().unwrap_or("error").to_owned() } else { message };
+            let message =
+                if message.is_empty() { status.canonical_reason().unwrap_or("error").to_owned() } else { message };
             ApiError::Rejected { status: status.as_u16(), message }
         }
     };

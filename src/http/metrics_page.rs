@@ -76,7 +76,8 @@ fn dtz_words(dtz: &Value) -> Option<String> {
     let unit = if plies.abs() == 1 { "ply" } else { "plies" };
     let mut s = format!("DTZ50 {} {unit}", signed(plies));
     if dtz.get("rounding")?.as_str()? == "maybe_rounded" {
-        let mut r: Vec<i64> = dtz.get("range_plies")?.as_array()?.iter().filter_map(Value::as_i64).map(i64::abs).collect();
+        let mut r: Vec<i64> =
+            dtz.get("range_plies")?.as_array()?.iter().filter_map(Value::as_i64).map(i64::abs).collect();
         r.sort_unstable();
         if let [lo, hi] = r[..] {
             let _ = write!(s, " (possibly rounded: really {lo} or {hi})");
@@ -94,7 +95,8 @@ fn live_summary(answer: &Value) -> Option<String> {
         _ => "Black",
     };
     let category = answer.get("category")?.as_str()?;
-    let mut s = format!("Measured by this server: <strong>{}</strong> for {side} to move", escape(&category.replace('-', " ")));
+    let mut s =
+        format!("Measured by this server: <strong>{}</strong> for {side} to move", escape(&category.replace('-', " ")));
     if let Some(w) = answer.get("wdl50").and_then(Value::as_i64) {
         let _ = write!(s, ", WDL50 {}", signed(w));
     }

@@ -29,10 +29,10 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{IntoResponse, Response},
 };
-use utoipa::OpenApi as _;
-use utoipa_axum::{router::OpenApiRouter, routes};
 use tokio::sync::Semaphore;
 use tower_http::limit::RequestBodyLimitLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use axum::extract::{Query, rejection::QueryRejection};
 use shakmaty::Chess;
@@ -251,7 +251,9 @@ impl Shared {
             return None;
         }
         let lendable = runtime.metrics().num_workers().saturating_sub(1);
-        self.inline_probes.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < lendable).then_some(n + 1)).ok()?;
+        self.inline_probes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < lendable).then_some(n + 1))
+            .ok()?;
         Some(InlineSlot(&self.inline_probes))
     }
 }
@@ -418,7 +420,9 @@ impl IntoResponse for ApiError {
             response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(seconds));
         }
         if matches!(self, ApiError::Unauthorized) {
-            response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"tbserver\""));
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer realm=\"tbserver\""));
         }
         response.extensions_mut().insert(self);
         response
@@ -450,7 +454,10 @@ pub(crate) struct FenRequest {
 impl<S: Send + Sync> axum::extract::FromRequestParts<S> for FenRequest {
     type Rejection = std::convert::Infallible;
 
-    async fn from_request_parts(parts: &mut axum::http::request::Parts, _state: &S) -> Result<FenRequest, Self::Rejection> {
+    async fn from_request_parts(
+        parts: &mut axum::http::request::Parts,
+        _state: &S,
+    ) -> Result<FenRequest, Self::Rejection> {
         Ok(FenRequest { uri: parts.uri.clone(), format: Format::from_accept(parts.headers.get(header::ACCEPT)) })
     }
 }

@@ -131,7 +131,8 @@ fn document_query_too_long(document: &mut utoipa::openapi::OpenApi) {
         .content("application/json", ContentBuilder::new().schema(Some(Ref::from_schema_name("ErrorBody"))).build())
         .build();
     for item in document.paths.paths.values_mut() {
-        let operations = [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.head, &mut item.patch];
+        let operations =
+            [&mut item.get, &mut item.put, &mut item.post, &mut item.delete, &mut item.head, &mut item.patch];
         for operation in operations.into_iter().flatten() {
             operation.responses.responses.entry("414".to_owned()).or_insert_with(|| response.clone().into());
         }

@@ -10,8 +10,8 @@ use axum::{
     http::{HeaderValue, StatusCode, header},
     response::{Html, IntoResponse, Response},
 };
-use utoipa_axum::{router::OpenApiRouter, routes};
 use shakmaty::{Board, CastlingMode, Chess, Color, Position, Square, fen::Fen, uci::UciMove};
+use utoipa_axum::{router::OpenApiRouter, routes};
 
 use super::AppState;
 use crate::board_svg::{self, SvgOptions};
@@ -59,11 +59,19 @@ struct Asset {
 }
 
 const ASSETS: &[Asset] = &[
-    Asset { path: "app.js", content_type: "text/javascript; charset=utf-8", bytes: include_bytes!("../../static/app.js") },
+    Asset {
+        path: "app.js",
+        content_type: "text/javascript; charset=utf-8",
+        bytes: include_bytes!("../../static/app.js"),
+    },
     Asset { path: "app.css", content_type: "text/css; charset=utf-8", bytes: include_bytes!("../../static/app.css") },
     Asset { path: "site.css", content_type: "text/css; charset=utf-8", bytes: include_bytes!("../../static/site.css") },
     Asset { path: "favicon.svg", content_type: "image/svg+xml", bytes: include_bytes!("../../static/favicon.svg") },
-    Asset { path: "LICENSES.md", content_type: "text/plain; charset=utf-8", bytes: include_bytes!("../../static/LICENSES.md") },
+    Asset {
+        path: "LICENSES.md",
+        content_type: "text/plain; charset=utf-8",
+        bytes: include_bytes!("../../static/LICENSES.md"),
+    },
 ];
 
 const INDEX_HTML: &str = include_str!("../../static/index.html");
@@ -203,8 +211,9 @@ pub fn parse_board_request(raw: Option<&str>) -> Result<BoardRequest, (&'static 
         }
     }
     if let Some(lm) = get("lastmove").filter(|s| !s.is_empty()) {
-        let uci: UciMove =
-            lm.parse().map_err(|_| ("invalid_request", format!("lastmove must be a UCI move like e2e4, not {lm:?}")))?;
+        let uci: UciMove = lm
+            .parse()
+            .map_err(|_| ("invalid_request", format!("lastmove must be a UCI move like e2e4, not {lm:?}")))?;
         options.lastmove = match uci {
             UciMove::Normal { from, to, .. } => Some((from, to)),
             UciMove::Put { to, .. } => Some((to, to)),
@@ -240,9 +249,8 @@ async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {
 #[utoipa::path(get, path = "/metrics", tag = "pages", responses((status = 200, content_type = "text/html", body = String)))]
 async fn metrics(State(state): State<AppState>) -> Response {
     let tb = state.tablebases();
-    let live = tokio::task::spawn_blocking(move || super::metrics_page::live_answers(&tb))
-        .await
-        .unwrap_or([None, None, None]);
+    let live =
+        tokio::task::spawn_blocking(move || super::metrics_page::live_answers(&tb)).await.unwrap_or([None, None, None]);
     let mut res = Html(super::metrics_page::render(&live)).into_response();
     res.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     res
@@ -261,8 +269,9 @@ mod tests {
 
     #[test]
     fn parses_board_requests() {
-        let req = parse_board_request(Some("fen=4k3/8/8/8/8/8/8/4K2R_w_K_-_0_1&orientation=black&size=5&lastmove=h2h1"))
-            .unwrap();
+        let req =
+            parse_board_request(Some("fen=4k3/8/8/8/8/8/8/4K2R_w_K_-_0_1&orientation=black&size=5&lastmove=h2h1"))
+                .unwrap();
         assert_eq!(req.options.orientation, Color::Black);
         assert_eq!(req.options.size, board_svg::MIN_SIZE);
         assert_eq!(req.options.lastmove, Some((Square::H2, Square::H1)));

@@ -135,7 +135,12 @@ fn accept_queued(socket: &TcpListener) -> Option<io::Result<(TcpStream, SocketAd
     // SAFETY: accept4 on our own listening socket; null address pointers
     // are allowed. A returned descriptor is new and owned by us alone.
     let fd = unsafe {
-        libc::accept4(socket.as_raw_fd(), std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC)
+        libc::accept4(
+            socket.as_raw_fd(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+        )
     };
     if fd < 0 {
         let e = io::Error::last_os_error();
@@ -178,7 +183,8 @@ fn replacement(head: &[u8], line_ended: bool) -> Option<Vec<u8>> {
         b"431 " => ApiError::HeadersTooLarge,
         _ => return None,
     };
-    let bodiless = head.ends_with(b"\r\n\r\n") && head.windows(19).any(|w| w.eq_ignore_ascii_case(b"content-length: 0\r\n"));
+    let bodiless =
+        head.ends_with(b"\r\n\r\n") && head.windows(19).any(|w| w.eq_ignore_ascii_case(b"content-length: 0\r\n"));
     if !bodiless {
         return None;
     }
@@ -240,7 +246,11 @@ impl AsyncWrite for Conn {
         Pin::new(&mut this.stream).poll_write(cx, buf)
     }
 
-    fn poll_write_vectored(self: Pin<&mut Self>, cx: &mut Context<'_>, bufs: &[io::IoSlice<'_>]) -> Poll<io::Result<usize>> {
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
         let this = self.get_mut();
         // hyper's refusal is a head alone, in one slice.
         let mut nonempty = bufs.iter().filter(|b| !b.is_empty());
@@ -281,7 +291,13 @@ mod tests {
         assert!(String::from_utf8(replacement(big_head, true).unwrap()).unwrap().contains("headers_too_large"));
         assert!(String::from_utf8(replacement(big_head, false).unwrap()).unwrap().contains("query_too_long"));
         // tbserver's own errors carry a body: left alone.
-        assert!(replacement(b"HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\ncontent-length: 90\r\n\r\n", true).is_none());
+        assert!(
+            replacement(
+                b"HTTP/1.1 414 URI Too Long\r\ncontent-type: application/json\r\ncontent-length: 90\r\n\r\n",
+                true
+            )
+            .is_none()
+        );
         assert!(replacement(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n", true).is_none());
         assert!(replacement(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n", true).is_none());
     }

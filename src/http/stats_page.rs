@@ -96,7 +96,13 @@ pub fn render(stats: &TableStats) -> String {
     let sides = [("White to move", &stats.white_to_move), ("Black to move", &stats.black_to_move)];
 
     html.push_str("<h2 id=\"categories\">Positions by category</h2>\n<div class=\"table-scroll\"><table class=\"values categories\">\n<thead><tr><th scope=\"col\">Side to move</th><th scope=\"col\">Positions</th>");
-    for (class, label) in [("win", "Win"), ("cursed-win", "Cursed win"), ("draw", "Draw"), ("blessed-loss", "Blessed loss"), ("loss", "Loss")] {
+    for (class, label) in [
+        ("win", "Win"),
+        ("cursed-win", "Cursed win"),
+        ("draw", "Draw"),
+        ("blessed-loss", "Blessed loss"),
+        ("loss", "Loss"),
+    ] {
         let _ = write!(html, "<th scope=\"col\" class=\"cat-{class}\">{label}</th>");
     }
     html.push_str("</tr></thead>\n<tbody>\n");
@@ -194,7 +200,13 @@ fn histogram_svg(h: &Histogram, metric: &str, side: &str) -> String {
     }
     let _ = write!(s, r##"<line x1="{LEFT}" y1="{mid}" x2="{:.1}" y2="{mid}" stroke="#555"/>"##, W - LEFT);
     // Tick labels every 10 or 50 plies, as the longest allows.
-    let step = if longest > 300.0 { 50 } else if longest > 60.0 { 20 } else { 10 };
+    let step = if longest > 300.0 {
+        50
+    } else if longest > 60.0 {
+        20
+    } else {
+        10
+    };
     for p in (0..=longest as u32).step_by(step) {
         let _ = write!(
             s,

@@ -58,11 +58,7 @@ pub fn run_analyse_cli(
         .map_err(|e| format!("bad FEN: {e}"))?
         .into_position(CastlingMode::Standard)
         .map_err(|e| e.to_string())?; // "illegal position: ..." 
-    let limits = Limits {
-        movetime: Some(Duration::from_millis(movetime_ms.unwrap_or(5_000))),
-        nodes: None,
-        depth,
-    };
+    let limits = Limits { movetime: Some(Duration::from_millis(movetime_ms.unwrap_or(5_000))), nodes: None, depth };
     let cancel = Arc::new(AtomicBool::new(false));
     let mut sink = |r: &SearchResult| {
         let _ = writeln!(out, "{}", info_line(r));

@@ -302,7 +302,11 @@ impl<'a> Worker<'a> {
         }
         let dtz = match cached.dtz {
             Some(d) => d.map(|(d, rounded)| {
-                if rounded { MaybeRounded::Rounded(Dtz(i32::from(d))) } else { MaybeRounded::Precise(Dtz(i32::from(d))) }
+                if rounded {
+                    MaybeRounded::Rounded(Dtz(i32::from(d)))
+                } else {
+                    MaybeRounded::Precise(Dtz(i32::from(d)))
+                }
             }),
             None => {
                 let d = oracle.dtz(pos);
@@ -701,7 +705,8 @@ pub fn analyse(
         tb_hits: AtomicU64::new(0),
         root_moves,
     };
-    let root_is_draw = matches!(category(oracle, pos), Some(Category::Draw | Category::CursedWin | Category::BlessedLoss));
+    let root_is_draw =
+        matches!(category(oracle, pos), Some(Category::Draw | Category::CursedWin | Category::BlessedLoss));
     let make = |best: &[Move], score: i32, depth: u32, stop: Option<StopReason>| SearchResult {
         best_move: best.first().map(|m| move_text(pos, m)),
         score: to_score(score, depth, root_is_draw, root_bound.as_ref()),
@@ -804,7 +809,8 @@ fn root_mate_bound(oracle: &dyn Oracle, pos: &Chess) -> Option<bounds::MateBound
     if pos.is_checkmate() {
         return bounds::mate_bound(pos, 0, None, None, None).ok();
     }
-    if pos.board().occupied().count() > oracle.max_pieces() || !pos.castles().is_empty() || pos.legal_moves().is_empty() {
+    if pos.board().occupied().count() > oracle.max_pieces() || !pos.castles().is_empty() || pos.legal_moves().is_empty()
+    {
         return None;
     }
     if let Some(p) = oracle.dtm50_plies(pos, pos.halfmoves()) {

@@ -42,10 +42,7 @@ impl TranspositionTable {
     pub fn new(hash_mb: usize) -> TranspositionTable {
         let wanted = (hash_mb.max(1) << 20) / 16;
         let len = wanted.next_power_of_two() / if wanted.is_power_of_two() { 1 } else { 2 };
-        TranspositionTable {
-            slots: zeroed_slots(len),
-            mask: len as u64 - 1,
-        }
+        TranspositionTable { slots: zeroed_slots(len), mask: len as u64 - 1 }
     }
 
     pub fn probe(&self, key: u64) -> Option<Entry> {
@@ -72,8 +69,7 @@ impl TranspositionTable {
         let slot = &self.slots[(key & self.mask) as usize];
         // Keep a deeper entry of the same position (its move is the better guess).
         let old_data = slot[1].load(Ordering::Relaxed);
-        if slot[0].load(Ordering::Relaxed) ^ old_data == key
-            && i32::from((old_data >> 32) as u8) - 1 > entry.depth + 2
+        if slot[0].load(Ordering::Relaxed) ^ old_data == key && i32::from((old_data >> 32) as u8) - 1 > entry.depth + 2
         {
             return;
         }

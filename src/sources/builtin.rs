@@ -92,7 +92,11 @@ impl BuiltinSource {
                 .name("builtin-tables".into())
                 .spawn(move || {
                     let start = Instant::now();
-                    match builtin::generate_in(&background, &builtin::all_materials(builtin::material::DEFAULT_PIECES), &|_| {}) {
+                    match builtin::generate_in(
+                        &background,
+                        &builtin::all_materials(builtin::material::DEFAULT_PIECES),
+                        &|_| {},
+                    ) {
                         Ok(s) => tracing::info!(
                             tables = s.tables,
                             generated = s.generated,
@@ -200,7 +204,9 @@ impl TableSource for BuiltinSource {
         }
         let table = match store.loaded().into_iter().find(|t| &t.material == material) {
             Some(table) => table,
-            None if store.find(material).is_some() => store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?,
+            None if store.find(material).is_some() => {
+                store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?
+            }
             None if store.generation_state(material).0 == GenerationState::Pending => {
                 return Err(Unanswered::Generating { material: name });
             }
@@ -217,7 +223,11 @@ impl TableSource for BuiltinSource {
         Some(store.progress(&m)).filter(|p| !p.tables.is_empty())
     }
 
-    fn generation(&self, material: &builtin::Material, start: bool) -> Option<Result<(GenerationState, Progress), Refusal>> {
+    fn generation(
+        &self,
+        material: &builtin::Material,
+        start: bool,
+    ) -> Option<Result<(GenerationState, Progress), Refusal>> {
         let store = self.store.as_ref()?;
         let material = material.canonical();
         if start && let Err(refusal) = store.request(&material, self.max_queued_tables) {
@@ -236,7 +246,13 @@ impl TableSource for BuiltinSource {
 
     fn block_cache(&self) -> Option<BlockCacheCounts> {
         let c = self.store.as_ref()?.cache_counts();
-        Some(BlockCacheCounts { hits: c.hits, misses: c.misses, evictions: c.evictions, bytes: c.bytes, ..Default::default() })
+        Some(BlockCacheCounts {
+            hits: c.hits,
+            misses: c.misses,
+            evictions: c.evictions,
+            bytes: c.bytes,
+            ..Default::default()
+        })
     }
 
     fn shutdown(&self) {

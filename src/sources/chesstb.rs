@@ -55,7 +55,9 @@ impl ChesstbSource {
     fn values(&self, pos: &Chess) -> Result<Option<Values>, TableError> {
         let key = (self.id, pos.board().clone(), pos.turn(), pos.ep_square(EnPassantMode::Legal), pos.halfmoves());
         let hit = LAST.with_borrow(|m| {
-            m.as_ref().filter(|(id, b, t, ep, c, _)| (*id, b, *t, *ep, *c) == (key.0, &key.1, key.2, key.3, key.4)).map(|e| e.5.clone())
+            m.as_ref()
+                .filter(|(id, b, t, ep, c, _)| (*id, b, *t, *ep, *c) == (key.0, &key.1, key.2, key.3, key.4))
+                .map(|e| e.5.clone())
         });
         if let Some(v) = hit {
             return Ok(v);

@@ -118,7 +118,8 @@ pub fn check_cp4_header(path: &std::path::Path, bytes: u64) -> Result<(), String
         return Err("empty file".to_owned());
     }
     let data = fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    let word = |i: usize| data.get(4 * i..4 * i + 4).map(|w| u64::from(u32::from_le_bytes(w.try_into().expect("4 bytes"))));
+    let word =
+        |i: usize| data.get(4 * i..4 * i + 4).map(|w| u64::from(u32::from_le_bytes(w.try_into().expect("4 bytes"))));
     let offset = word(8).ok_or("shorter than the 40-byte header")?;
     if offset < 44 || offset % 4 != 0 || offset > bytes {
         return Err(format!("bad header: first block at {offset} in a file of {bytes} bytes"));

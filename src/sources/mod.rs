@@ -164,8 +164,12 @@ pub trait TableSource: Send + Sync {
         &self,
         _material: &crate::builtin::Material,
         _start: bool,
-    ) -> Option<Result<(crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress), crate::builtin::budget::Refusal>>
-    {
+    ) -> Option<
+        Result<
+            (crate::builtin::schedule::GenerationState, crate::builtin::schedule::Progress),
+            crate::builtin::budget::Refusal,
+        >,
+    > {
         None
     }
 

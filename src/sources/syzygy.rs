@@ -70,7 +70,12 @@ impl SyzygySource {
         let refused = tables
             .iter()
             .filter(|t| !t.problems.is_empty() && t.material.contains('v'))
-            .map(|t| (format!("{}.{}", t.material, if t.kind == TableKind::Wdl { "rtbw" } else { "rtbz" }), t.problems.join("; ")))
+            .map(|t| {
+                (
+                    format!("{}.{}", t.material, if t.kind == TableKind::Wdl { "rtbw" } else { "rtbz" }),
+                    t.problems.join("; "),
+                )
+            })
             .collect();
         SyzygySource { tablebase, tables, refused, found: Mutex::default(), io }
     }
@@ -103,7 +108,12 @@ impl SyzygySource {
     /// corrupted beyond what its checks catch) becomes an error naming the
     /// position's table rather than a lost request. Errors are remembered so
     /// that `/api/v1/tables` lists them.
-    fn guarded<T>(&self, pos: &Chess, metric: Metric, probe: impl FnOnce() -> Result<T, SyzygyError>) -> ProbeResult<T> {
+    fn guarded<T>(
+        &self,
+        pos: &Chess,
+        metric: Metric,
+        probe: impl FnOnce() -> Result<T, SyzygyError>,
+    ) -> ProbeResult<T> {
         let result = catch_unwind(AssertUnwindSafe(probe)).map_or_else(
             |panic| {
                 let what = crate::panics::message(&*panic).unwrap_or_default();

@@ -103,10 +103,23 @@ impl Telemetry {
         );
         r.register("cache_hits", "Answers served from the response cache", t.cache_hits.clone());
         r.register("cache_misses", "Cacheable answers that had to be computed", t.cache_misses.clone());
-        r.register("probe_requests_waiting", "Requests waiting for a probe slot (limits.max_concurrent_probes)", t.probes_waiting.clone());
+        r.register(
+            "probe_requests_waiting",
+            "Requests waiting for a probe slot (limits.max_concurrent_probes)",
+            t.probes_waiting.clone(),
+        );
         r.register("searches_running", "Searches (/api/v1/analyse) running now", t.searches_running.clone());
-        r.register("searches_refused", "Searches refused with 503 because all search slots were busy", t.searches_refused.clone());
-        r.register_with_unit("search_duration", "Wall time of finished searches", Unit::Seconds, t.search_seconds.clone());
+        r.register(
+            "searches_refused",
+            "Searches refused with 503 because all search slots were busy",
+            t.searches_refused.clone(),
+        );
+        r.register_with_unit(
+            "search_duration",
+            "Wall time of finished searches",
+            Unit::Seconds,
+            t.search_seconds.clone(),
+        );
         r.register_collector(Box::new(TablesCollector(tablebases)));
         t
     }
@@ -151,7 +164,11 @@ impl Telemetry {
     /// records its duration.
     pub fn search_started(&self) -> SearchGuard {
         self.searches_running.inc();
-        SearchGuard { running: self.searches_running.clone(), seconds: self.search_seconds.clone(), started: std::time::Instant::now() }
+        SearchGuard {
+            running: self.searches_running.clone(),
+            seconds: self.search_seconds.clone(),
+            started: std::time::Instant::now(),
+        }
     }
 
     /// The OpenMetrics text exposition.
@@ -243,19 +260,35 @@ impl Collector for TablesCollector {
         let counters: [Counter; 5] = [
             ("block_cache_hits", "Table blocks found decoded in the source's block cache", |c| c.hits),
             ("block_cache_misses", "Table blocks that had to be decoded", |c| c.misses),
-            ("block_cache_evictions", "Decoded blocks dropped to keep the block cache within its size", |c| c.evictions),
-            ("rebuilt_cache_hits", "Answers for a side to move the files leave out, found already rebuilt", |c| c.rebuilt_hits),
-            ("rebuilt_cache_misses", "Answers for a side to move the files leave out, rebuilt by a one-ply search", |c| c.rebuilt_misses),
+            ("block_cache_evictions", "Decoded blocks dropped to keep the block cache within its size", |c| {
+                c.evictions
+            }),
+            ("rebuilt_cache_hits", "Answers for a side to move the files leave out, found already rebuilt", |c| {
+                c.rebuilt_hits
+            }),
+            (
+                "rebuilt_cache_misses",
+                "Answers for a side to move the files leave out, rebuilt by a one-ply search",
+                |c| c.rebuilt_misses,
+            ),
         ];
         for (name, help, get) in counters {
             let mut family = encoder.encode_descriptor(name, help, None, MetricType::Counter)?;
             for (source, c) in &caches {
-                family.encode_family(&[("source", source.as_str())])?.encode_counter::<NoLabelSet, _, u64>(&get(c), None)?;
+                family
+                    .encode_family(&[("source", source.as_str())])?
+                    .encode_counter::<NoLabelSet, _, u64>(&get(c), None)?;
             }
         }
-        let mut size = encoder.encode_descriptor("block_cache_size", "Decoded blocks held, by source", Some(&Unit::Bytes), MetricType::Gauge)?;
+        let mut size = encoder.encode_descriptor(
+            "block_cache_size",
+            "Decoded blocks held, by source",
+            Some(&Unit::Bytes),
+            MetricType::Gauge,
+        )?;
         for (source, c) in &caches {
-            ConstGauge::new(i64::try_from(c.bytes).unwrap_or(i64::MAX)).encode(size.encode_family(&[("source", source.as_str())])?)?;
+            ConstGauge::new(i64::try_from(c.bytes).unwrap_or(i64::MAX))
+                .encode(size.encode_family(&[("source", source.as_str())])?)?;
         }
 
         if let Some(g) = tablebases.generation_counters() {
@@ -269,14 +302,21 @@ impl Collector for TablesCollector {
                 refused.encode_family(&[("reason", reason)])?.encode_counter::<NoLabelSet, _, u64>(&n, None)?;
             }
             encoder
-                .encode_descriptor("builtin_write_failures", "Built-in tables generated but not written (a full disk, a read-only directory)", None, MetricType::Counter)?
+                .encode_descriptor(
+                    "builtin_write_failures",
+                    "Built-in tables generated but not written (a full disk, a read-only directory)",
+                    None,
+                    MetricType::Counter,
+                )?
                 .encode_counter::<NoLabelSet, _, u64>(&g.write_failures, None)?;
-            ConstGauge::new(i64::try_from(g.unwritten_bytes).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
-                "builtin_unwritten_size",
-                "Built-in tables served from memory because they could not be written",
-                Some(&Unit::Bytes),
-                MetricType::Gauge,
-            )?)?;
+            ConstGauge::new(i64::try_from(g.unwritten_bytes).unwrap_or(i64::MAX)).encode(
+                encoder.encode_descriptor(
+                    "builtin_unwritten_size",
+                    "Built-in tables served from memory because they could not be written",
+                    Some(&Unit::Bytes),
+                    MetricType::Gauge,
+                )?,
+            )?;
             ConstGauge::new(i64::try_from(g.failed_tables).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
                 "builtin_failed_tables",
                 "Built-in tables whose last attempt failed (retried when next asked for)",

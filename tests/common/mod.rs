@@ -76,12 +76,15 @@ pub fn generated_builtin_dir() -> PathBuf {
     // read: the tests compare the files with the current encoding.
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = entry.path();
-        if path.extension().is_some_and(|e| e == "tbsb") && builtin_file_version(&path).is_some_and(|v| v < tbserver::builtin::format::VERSION) {
+        if path.extension().is_some_and(|e| e == "tbsb")
+            && builtin_file_version(&path).is_some_and(|v| v < tbserver::builtin::format::VERSION)
+        {
             let _ = std::fs::remove_file(&path);
         }
     }
     let store = tbserver::builtin::Store::new(&dir, true);
-    tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {}).expect("generate built-in tables");
+    tbserver::builtin::generate_in(&store, &tbserver::builtin::all_materials(4), &|_| {})
+        .expect("generate built-in tables");
     dir
 }
 
@@ -306,7 +309,11 @@ pub fn share() -> Share {
             .and_then(|(k, n)| Some(Share { k: k.parse().ok()?, n: n.parse().ok()? }))
             .filter(|s| s.n > 0 && s.k < s.n)
             .unwrap_or_else(|| panic!("TBSERVER_EXHAUSTIVE_SHARE={v}: expected `all` or k/n with k < n"));
-        report!("exhaustive share {share} (TBSERVER_EXHAUSTIVE_SHARE): the indexes ≡ {} mod {} of every table", share.k, share.n);
+        report!(
+            "exhaustive share {share} (TBSERVER_EXHAUSTIVE_SHARE): the indexes ≡ {} mod {} of every table",
+            share.k,
+            share.n
+        );
         share
     })
 }

@@ -19,7 +19,9 @@ use crate::common::exhaustive;
 
 /// The legal position of a built-in table's index, `None` for an unused one.
 pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
-    Chess::from_setup(crate::common::setup_of(l, p), CastlingMode::Standard).or_else(PositionError::ignore_impossible_check).ok()
+    Chess::from_setup(crate::common::setup_of(l, p), CastlingMode::Standard)
+        .or_else(PositionError::ignore_impossible_check)
+        .ok()
 }
 
 /// Runs `check` in parallel on positions of a built-in table's layout: in
@@ -154,7 +156,14 @@ pub fn check_where(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, st
 
 /// [`check_where`], DTM50 left out with `dtm50` false (tables made
 /// without it).
-pub fn check_metrics(tb: &Chesstb, store: &Store, pos: &Chess, counts: &Counts, stored: impl Fn(&Chess) -> bool, dtm50: bool) {
+pub fn check_metrics(
+    tb: &Chesstb,
+    store: &Store,
+    pos: &Chess,
+    counts: &Counts,
+    stored: impl Fn(&Chess) -> bool,
+    dtm50: bool,
+) {
     let sample = sampled(pos);
     if exhaustive() && !sample && !stored(pos) {
         counts.dropped_unchecked.fetch_add(1, Ordering::Relaxed);
@@ -268,4 +277,3 @@ fn check_dtc(pos: &Chess, fen: &FenOf, clock: u32, dtc: Conversion, dtz: i32, dt
         }
     }
 }
-
