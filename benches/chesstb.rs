@@ -8,11 +8,11 @@
 
 use std::path::PathBuf;
 
+use chesstb_reader::Chesstb;
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use shakmaty::{CastlingMode, Chess, EnPassantMode, Position, fen::Fen};
 use tbserver::{
     builtin::Store,
-    chesstb::Chesstb,
     config::{BuiltinMode, Config},
     probe::{self, MoveOrder},
 };

@@ -199,7 +199,7 @@ impl ChesstbDamage {
         let source = tbserver::sources::chesstb::ChesstbSource::open(
             &[self.work.clone()],
             1 << 20,
-            tbserver::chesstb::DEFAULT_MAX_OPEN_FILES,
+            chesstb_reader::DEFAULT_MAX_OPEN_FILES,
         );
         for fen in CHESSTB_FENS {
             let pos: shakmaty::Chess =

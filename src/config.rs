@@ -196,7 +196,7 @@ impl Default for Config {
             gaviota_cache_mib: 32,
             chesstb: Vec::new(),
             chesstb_cache_mib: 256,
-            chesstb_max_open_files: crate::chesstb::DEFAULT_MAX_OPEN_FILES,
+            chesstb_max_open_files: chesstb_reader::DEFAULT_MAX_OPEN_FILES,
             builtin: BuiltinConfig::default(),
             limits: Limits::default(),
             search: SearchConfig::default(),

@@ -10,7 +10,6 @@
 pub mod app;
 pub mod board_svg;
 pub mod builtin;
-pub mod chesstb;
 pub mod clock_chart;
 pub mod config;
 pub mod domain;
@@ -20,10 +19,8 @@ pub mod material;
 pub mod panics;
 pub mod probe;
 pub mod probe_counts;
-mod recent;
 pub mod request;
 pub mod search;
-mod set_cache;
 pub mod sources;
 pub mod tablebase;
 pub mod telemetry;

@@ -91,24 +91,6 @@ enum Command {
         #[arg(long, value_name = "HOW", value_parser = tbserver::builtin::format::Compression::NAMES)]
         compression: Option<String>,
     },
-    /// Rewrite built-in tables of an older format version (5 or 6) in the
-    /// current one, or with another compression, from their own values:
-    /// nothing is generated. Each new file is checked against the old one,
-    /// every legal position, before it replaces it.
-    Convert {
-        /// Tables to convert, e.g. `KRBvKQ`; without any, every built-in
-        /// table in the directory.
-        #[arg(value_name = "TABLE")]
-        tables: Vec<String>,
-        /// Directory of the tables [default: the configured builtin.dir].
-        #[arg(long, value_name = "DIR")]
-        dir: Option<PathBuf>,
-        /// Compress with `fast` or `small`; given, tables already in the
-        /// current version are compressed again too [default: the
-        /// configured builtin.compression, older versions only].
-        #[arg(long, value_name = "HOW", value_parser = tbserver::builtin::format::Compression::NAMES)]
-        compression: Option<String>,
-    },
     /// Check the table files in directories (Syzygy, Gaviota, built-in) and
     /// report each bad one; exits non-zero if any is bad.
     Verify {
@@ -225,7 +207,6 @@ fn main() -> ExitCode {
             generate(tables, list, pieces, Split { waves, wave, shard }, out, without_dtm50, compression)
         }
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
-        Some(Command::Convert { tables, dir, compression }) => convert(tables, dir, compression),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
         Some(Command::Healthcheck { addr }) => healthcheck(addr),
     };
@@ -353,51 +334,6 @@ fn generate(
         builtin::run_generate(&targets, &out, with_dtm50, compression)
     };
     summary.map(drop).map_err(|e| e.to_string())
-}
-
-fn convert(tables: Vec<String>, dir: Option<PathBuf>, compression: Option<String>) -> Result<(), String> {
-    use tbserver::builtin::{Material, convert, format};
-    let config = load_config(&TableArgs::default())?;
-    let dir = dir.unwrap_or(config.builtin.dir);
-    let recompress = compression.is_some();
-    let compression = compression
-        .as_deref()
-        .map_or(Some(config.builtin.compression), format::Compression::parse)
-        .expect("clap checks the name");
-    let mut names = tables;
-    if names.is_empty() {
-        let entries = std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        names =
-            entries.flatten().filter_map(|e| e.file_name().to_str()?.strip_suffix(".tbsb").map(String::from)).collect();
-        names.sort();
-    }
-    let (mut converted, mut failed, mut before, mut after) = (0, 0, 0u64, 0u64);
-    for name in &names {
-        let material = Material::parse_table(name).ok_or_else(|| format!("{name}: not a table name like KRBvKQ"))?;
-        let path = dir.join(format!("{}.tbsb", material.name()));
-        let started = std::time::Instant::now();
-        match convert::convert_file(&path, &material, compression, recompress) {
-            Ok(convert::Outcome::Current) => println!("{name}: version {} already", format::VERSION),
-            Ok(convert::Outcome::Converted { from_version, bytes_before, bytes_after, checked_positions }) => {
-                println!(
-                    "{name}: version {from_version} -> {}, {bytes_before} -> {bytes_after} bytes ({:.3}), {checked_positions} positions checked, {:.1} s",
-                    format::VERSION,
-                    bytes_after as f64 / bytes_before as f64,
-                    started.elapsed().as_secs_f64()
-                );
-                (converted, before, after) = (converted + 1, before + bytes_before, after + bytes_after);
-            }
-            Err(e) => {
-                println!("{name}: not converted: {e}");
-                failed += 1;
-            }
-        }
-    }
-    println!(
-        "{converted} tables converted ({before} -> {after} bytes), {failed} failed, {} already current",
-        names.len() - converted - failed
-    );
-    if failed > 0 { Err(format!("{failed} tables not converted")) } else { Ok(()) }
 }
 
 fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {

@@ -71,7 +71,7 @@ pub fn verify_dir(dir: &Path, deep_samples: usize) -> std::io::Result<Vec<FileRe
 }
 
 fn verify_chesstb(dir: &Path) -> Vec<FileReport> {
-    let tb = crate::chesstb::Chesstb::open(&[dir.to_owned()], 1 << 20);
+    let tb = chesstb_reader::Chesstb::open(&[dir.to_owned()], 1 << 20);
     tb.files()
         .into_iter()
         .map(|f| {

@@ -6,8 +6,8 @@ mod common;
 
 use std::{collections::BTreeMap, path::PathBuf};
 
+use chesstb_reader::{Chesstb, Class};
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
-use tbserver::chesstb::{Chesstb, Class};
 
 fn chesstb_dir() -> Option<PathBuf> {
     common::shared_dir("tables/chesstb").map(|d| d.join("tables/chesstb"))

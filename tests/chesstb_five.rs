@@ -21,11 +21,9 @@ mod two_generators;
 
 use std::sync::atomic::Ordering;
 
+use chesstb_reader::{Chesstb, Kind};
 use shakmaty::{Chess, Position};
-use tbserver::{
-    builtin::{Material, Store},
-    chesstb::{Chesstb, Kind},
-};
+use tbserver::builtin::{Material, Store};
 use two_generators::{Counts, DROPPED_SIDE_SAMPLE, check_where, for_positions, to_chess};
 
 /// The built-in table and chesstb's name of the same material.

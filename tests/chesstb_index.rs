@@ -12,8 +12,8 @@ mod common;
 
 use std::{collections::BTreeMap, io::Read};
 
+use chesstb_reader::{index_trace, pair_index_trace};
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
-use tbserver::chesstb::{index_trace, pair_index_trace};
 
 #[derive(Default)]
 struct ClassCount {
@@ -34,7 +34,7 @@ struct ClassCount {
 /// `trace` computes; returns the counts per class (mismatches included).
 fn compare_file(
     file: &str,
-    trace: fn(&Chess, u32) -> Option<tbserver::chesstb::IndexTrace>,
+    trace: fn(&Chess, u32) -> Option<chesstb_reader::IndexTrace>,
 ) -> BTreeMap<String, ClassCount> {
     let path = format!("{}/tests/data/chesstb-index/{file}", env!("CARGO_MANIFEST_DIR"));
     let mut text = String::new();
@@ -310,9 +310,9 @@ fn blocks_past_4_gib() {
     f.set_len(file_len).unwrap();
     drop(f);
 
-    let tb = tbserver::chesstb::Chesstb::open(&[dir.clone()], 16 << 20);
+    let tb = chesstb_reader::Chesstb::open(&[dir.clone()], 16 << 20);
     let wdl = |pos: &Chess| tb.probe_wdl(pos).unwrap_or_else(|e| panic!("{e}")).expect("covered");
-    use tbserver::chesstb::Class;
+    use chesstb_reader::Class;
     report!(
         "past 4 GiB: file {file_len} bytes, block {target} of {blocks} at data offset {at} (offsets {sample_width}-bit samples); \
          index {win_idx} reads {:?}, index {draw_idx} reads {:?}",

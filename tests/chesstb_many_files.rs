@@ -17,8 +17,8 @@ use std::{
     time::{Duration, Instant},
 };
 
+use chesstb_reader::{Chesstb, Kind, TableMaterial};
 use shakmaty::{CastlingMode, Chess, fen::Fen};
-use tbserver::chesstb::{Chesstb, Kind, TableMaterial};
 
 /// Open files allowed in the test: far fewer than the tables it probes.
 const MAX_OPEN: u64 = 16;

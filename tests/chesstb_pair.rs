@@ -23,11 +23,9 @@ mod two_generators;
 
 use std::{path::PathBuf, sync::atomic::Ordering};
 
+use chesstb_reader::{Chesstb, Kind, TableMaterial};
 use shakmaty::{Board, Chess, Position};
-use tbserver::{
-    builtin::{Material, Store},
-    chesstb::{Chesstb, Kind, TableMaterial},
-};
+use tbserver::builtin::{Material, Store};
 use two_generators::{Counts, check_metrics, for_positions};
 
 /// chesstb's pair table, the built-in table of the same positions, and
@@ -104,7 +102,7 @@ fn pair_tables_agree_with_full_tables() {
             check_metrics(&with_pairs, &store, p, &counts, stored, has_dtm50);
             if full.is_some() {
                 let fen = shakmaty::fen::Fen::from_position(p, shakmaty::EnPassantMode::Legal);
-                let public = |v: tbserver::chesstb::Values| (v.wdl, v.dtz_plies, v.dtm_plies, v.dtm50);
+                let public = |v: chesstb_reader::Values| (v.wdl, v.dtz_plies, v.dtm_plies, v.dtm50);
                 let a = public(with_pairs.probe(p, None).expect("pair table").expect("covered"));
                 let b = public(full_only.probe(p, None).expect("full table").expect("covered"));
                 let ca = with_pairs.dtm50_curve(p).expect("pair table");

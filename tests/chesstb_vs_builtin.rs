@@ -1,5 +1,5 @@
 //! Two independent generators: chesstb's tables (shipping format, read by
-//! `tbserver::chesstb`) against tbserver's built-in tables — WDL, DTM and
+//! `chesstb_reader`) against tbserver's built-in tables — WDL, DTM and
 //! DTM50 at every clock 0–99. A random sample of every material by default;
 //! with `TBSERVER_EXHAUSTIVE=1`, every legal position of the side to move
 //! the files store and 1 in [`DROPPED_SIDE_SAMPLE`] of the side they leave
@@ -14,12 +14,10 @@ mod two_generators;
 
 use std::sync::atomic::Ordering;
 
+use chesstb_reader::Chesstb;
 use rayon::prelude::*;
 use shakmaty::{Board, CastlingMode, Chess, FromSetup, Piece, Position, PositionError, Setup, Square};
-use tbserver::{
-    builtin::{Store, all_materials},
-    chesstb::Chesstb,
-};
+use tbserver::builtin::{Store, all_materials};
 use two_generators::{Counts, DROPPED_SIDE_SAMPLE, check};
 
 /// Positions per material in the sample (each checked at 100 clocks).

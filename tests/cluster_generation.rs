@@ -248,7 +248,7 @@ fn kubernetes_wave_jobs_match_the_waves() {
             .unwrap();
         for table in wave {
             let m = tbserver::builtin::Material::parse(table).unwrap();
-            let needed = tbserver::builtin::budget::estimate(&m, true).peak_memory_bytes;
+            let needed = tbgen::budget::estimate(&m, true).peak_memory_bytes;
             assert!(
                 needed <= gib << 30,
                 "wave {w}: {table} is estimated at {} MiB, above the Job's {gib} GiB limit",

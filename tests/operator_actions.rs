@@ -418,7 +418,7 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
     let target = Material::parse("KQPvK").unwrap();
     let fen = "k7/8/8/8/8/8/4P3/3Q3K w - - 0 1";
     let expected = reference_answer(fen);
-    let needed = budget::estimate(&target, true).disk_bytes;
+    let needed = tbgen::budget::estimate(&target, true).disk_bytes;
     // The file the shared directory holds: what the write below must not fit.
     let target_bytes =
         std::fs::metadata(generated_builtin_dir().join(format!("KQPvK.{}", format::EXTENSION))).unwrap().len();

@@ -7,11 +7,11 @@
 #[macro_use]
 mod common;
 
+use chesstb_reader::{Chesstb, Class};
 use serde_json::Value;
 use shakmaty::{Chess, Position, uci::UciMove};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase};
 use tbserver::{
-    chesstb::{Chesstb, Class},
     domain::{Rounding, Source},
     probe::position_info,
     tablebase::Tablebases,

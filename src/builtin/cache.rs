@@ -14,7 +14,7 @@ use std::sync::{
 };
 
 use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
-use crate::{recent::Recent, set_cache::SetCache};
+use tbcache::{Recent, SetCache};
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
 /// reaches over a few hundred positions of every 3-4-piece table (a
@@ -22,12 +22,6 @@ use crate::{recent::Recent, set_cache::SetCache};
 /// answers touch 245 MB of blocks). At 128 MiB such answers took 2.5 times
 /// format v3's time, one lookup in nine decoding a block.
 pub const DEFAULT_CACHE_MIB: u64 = 512;
-
-/// Cache of a store that is not configured (`tbserver generate`, tests)
-/// for a generation's lookups into the tables its captures and promotions
-/// reach: 2,048 blocks, as many as the generation's memory estimates were
-/// measured with (then 128 MiB of 64 KiB slots).
-pub const GENERATION_CACHE_MIB: u64 = 160;
 
 /// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
 /// bytes per position) and DTM50's further change points, which made the
@@ -220,7 +214,7 @@ impl BlockCache {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::set_cache::WAYS;
+    use tbcache::WAYS;
 
     fn block(n: usize) -> DecodedBlock {
         DecodedBlock { dtz: vec![7; n], dtm: vec![9; n], dtm50: None, more_rank: Vec::new(), part: Dtm50Part::All }

@@ -17,21 +17,11 @@
 
 pub mod budget;
 pub mod cache;
-mod change_points;
-pub mod convert;
-pub mod dtm50;
-pub mod format;
-pub mod generate;
-pub mod index;
-pub mod material;
-pub mod memory;
-pub mod moves;
-mod radix;
 pub mod schedule;
-pub mod stash;
-pub mod stats;
 pub mod store;
-pub mod value;
+
+pub use tbformat::{dtm50, format, index, material, value};
+pub use tbgen::{generate, stash, stats};
 
 use std::{path::Path, time::Instant};
 

@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 use super::{
     budget::{self, Caps, Refusal},
-    cache::{BlockCache, BlockKey, CacheCounts, GENERATION_CACHE_MIB},
+    cache::{BlockCache, BlockKey, CacheCounts},
     dtm50,
     format::{self, Blocks, DecodedBlock, Dtm50Part},
     generate::{Board, PhaseSecs, Values, generate_blocks},
@@ -354,7 +354,7 @@ impl Store {
                 cancelled: AtomicBool::new(false),
                 generations: AtomicU64::new(0),
                 max_held_block_bytes: stash::DEFAULT_MAX_HELD_BYTES,
-                cache: Arc::new(BlockCache::new(GENERATION_CACHE_MIB << 20)),
+                cache: Arc::new(BlockCache::new(tbgen::GENERATION_CACHE_MIB << 20)),
             }),
         };
         remove_stale_temporary_files(&store.inner.dir);
@@ -429,7 +429,7 @@ impl Store {
     }
 
     /// Most MiB of decoded blocks kept for all tables together (default
-    /// [`GENERATION_CACHE_MIB`]; a server's is `builtin.cache_mib`).
+    /// [`tbgen::GENERATION_CACHE_MIB`]; a server's is `builtin.cache_mib`).
     pub fn with_cache_mib(self, mib: u64) -> Store {
         self.configure(|i| i.cache = Arc::new(BlockCache::new(mib << 20)))
     }
@@ -836,7 +836,7 @@ impl Inner {
     fn reserved_memory(&self, q: &Queue, except: Option<&Material>) -> u64 {
         q.running_materials()
             .filter(|r| Some(*r) != except)
-            .map(|r| budget::estimate(r, self.with_dtm50).peak_memory_bytes)
+            .map(|r| tbgen::budget::estimate(r, self.with_dtm50).peak_memory_bytes)
             .sum()
     }
 
@@ -844,9 +844,9 @@ impl Inner {
     /// `reserved_bytes` (large tables are generated one at a time), all of
     /// them on disk.
     fn check_budget(&self, tables: &[&Material], reserved_bytes: u64) -> Result<(), Refusal> {
-        let estimates: Vec<_> = tables.iter().map(|m| (m, budget::estimate(m, self.with_dtm50))).collect();
+        let estimates: Vec<_> = tables.iter().map(|m| (m, tbgen::budget::estimate(m, self.with_dtm50))).collect();
         if let Some((m, largest)) = estimates.iter().max_by_key(|(_, e)| e.peak_memory_bytes)
-            && let Some(room) = budget::available_memory(self.caps.memory_bytes, reserved_bytes)
+            && let Some(room) = tbgen::budget::available_memory(self.caps.memory_bytes, reserved_bytes)
             && largest.peak_memory_bytes > room.bytes
         {
             self.refused_memory.fetch_add(1, Ordering::Relaxed);
@@ -955,7 +955,7 @@ impl Inner {
             self.with_dtm50,
             self.compression,
             blocks,
-            &budget::dtm50_memory_check,
+            &tbgen::budget::dtm50_memory_check,
             &self.cancelled,
         )
         .map_err(Unavailable::Failed)?;
@@ -1393,7 +1393,7 @@ mod tests {
     fn the_disk_check_counts_the_largest_spill_once() {
         let dir = std::env::temp_dir().join(format!("tbserver-store-spill-budget-{}", std::process::id()));
         let [kbnkp, kqkr] = ["KBNvKP", "KQvKR"].map(|n| Material::parse(n).unwrap());
-        let [e5, e4] = [&kbnkp, &kqkr].map(|m| budget::estimate(m, true));
+        let [e5, e4] = [&kbnkp, &kqkr].map(|m| tbgen::budget::estimate(m, true));
         assert!(e5.spill_bytes > 0 && e4.spill_bytes == 0);
         let needed = e5.disk_bytes + e4.disk_bytes + e5.spill_bytes;
         let check = |cap: u64| {

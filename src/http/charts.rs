@@ -8,6 +8,7 @@ use axum::{
     response::{Html, IntoResponse, Response},
 };
 
+use super::stats_view::TableStatsBody;
 use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi, stats_page};
 use crate::{
     builtin::{Material, stats::TableStats},
@@ -99,7 +100,7 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
     get, path = "/api/v1/tables/{material}/stats", tag = "tables",
     params(("material" = String, Path, description = "A table name, either colouring (e.g. `KQvKR`)", example = "KQvKR")),
     responses(
-        (status = 200, body = TableStats, content((TableStats = "application/json"), (TableStats = "application/cbor"))),
+        (status = 200, body = TableStatsBody, content((TableStatsBody = "application/json"), (TableStatsBody = "application/cbor"))),
         (status = 400, description = "`invalid_parameter`: not a table name", body = crate::error::ErrorBody),
         (status = 404, description = "`missing_table`: no built-in table of this material has been generated", body = crate::error::ErrorBody),
         (status = 503, description = "`generating`: the table is being generated; `table_error`; `busy`, `timeout`", body = crate::error::ErrorBody,
@@ -112,7 +113,7 @@ pub async fn table_stats(
     Path(name): Path<String>,
 ) -> Result<Response, ApiError> {
     let stats = stats_of(&state, name).await?;
-    Ok(encoding::respond(stats.as_ref(), format))
+    Ok(encoding::respond(&TableStatsBody::from(stats.as_ref()), format))
 }
 
 /// The built-in tables with statistics, as a page.

@@ -15,6 +15,7 @@ pub mod openapi;
 pub mod pages;
 mod serve;
 mod stats_page;
+mod stats_view;
 
 use std::{
     sync::{

@@ -1,5 +1,5 @@
 //! chesstb tables as a source of truth: exact DTM50 at the position's own
-//! clock, DTM, and WDL/DTZ (see [`crate::chesstb`] for the format).
+//! clock, DTM, and WDL/DTZ (see [`chesstb_reader`] for the format).
 
 use std::{
     cell::RefCell,
@@ -11,10 +11,9 @@ use shakmaty::{Board, Chess, EnPassantMode, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource};
-use crate::{
-    chesstb::{Chesstb, Class, Kind, ProbeError, TableMaterial, Values},
-    domain::{Dtc, Source},
-};
+use chesstb_reader::{Chesstb, Class, Kind, ProbeError, TableMaterial, Values};
+
+use crate::domain::{Dtc, Source};
 
 pub struct ChesstbSource {
     tb: Chesstb,

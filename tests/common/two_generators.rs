@@ -8,12 +8,10 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
+use chesstb_reader::{Chesstb, Class, Conversion};
 use rayon::prelude::*;
 use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
-use tbserver::{
-    builtin::{Store, dtm50, value},
-    chesstb::{Chesstb, Class, Conversion},
-};
+use tbserver::builtin::{Store, dtm50, value};
 
 use crate::common::exhaustive;
 

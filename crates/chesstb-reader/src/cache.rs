@@ -7,7 +7,7 @@ use std::sync::{
 
 use arrayvec::ArrayVec;
 
-use crate::recent::Recent;
+use tbcache::Recent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct BlockKey {

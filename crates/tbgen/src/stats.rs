@@ -43,7 +43,7 @@ pub trait Scan {
 pub const STATS_VERSION: u32 = 1;
 
 /// Statistics of one table.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableStats {
     /// The table, e.g. `KQvKR` (stronger side first: White).
     pub material: String,
@@ -64,7 +64,7 @@ pub struct TableStats {
 }
 
 /// Positions with one side to move, by category at half-move clock 0.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideStats {
     pub positions: u64,
     pub wins: u64,
@@ -88,7 +88,7 @@ pub struct SideStats {
 /// A position of the table and its value, from the side to move's point of
 /// view (positive: the side to move wins; 0: it is checkmated, the longest
 /// only where every decisive position is a mate).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
     pub plies: i32,
     /// Half-move clock 0.
@@ -97,13 +97,13 @@ pub struct Example {
 
 /// How many positions are won, and lost, in each number of plies (a
 /// checkmated side loses in 0); plies without positions are left out.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
     pub wins: Vec<Bin>,
     pub losses: Vec<Bin>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bin {
     pub plies: u16,
     pub positions: u64,

@@ -25,18 +25,16 @@
 //! from DTZ50''; version 5 wrote them for every index. Version 7 writes
 //! DTM50's change points in one byte each where they fit, the positions
 //! that have them in order of DTM less DTZ50'' ([`Columns::dtm50_v7`]).
-//! Values use the encoding of [`super::value`], DTM50 segments that of
-//! [`super::dtm50::Segment`]. The index is the one of
-//! [`super::index::Layout`]; a change to it must bump the version.
+//! Values use the encoding of [`crate::value`], DTM50 segments that of
+//! [`crate::dtm50::Segment`]. The index is the one of
+//! [`crate::index::Layout`]; a change to it must bump the version.
 //!
 //! Version 3 (raw u16 DTZ and DTM, u32 DTM50 first segments, an overflow
 //! log) and version 4 (version 5's encoding on the earlier index: 10 or 32
 //! white king squares by 64, identical men in every order) are recognised
 //! by their version field and refused, so that the store regenerates them.
 
-use rayon::prelude::*;
-
-use super::{
+use crate::{
     dtm50::{Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
     material::Material,
     value::{self, DRAW, UNKNOWN},
@@ -60,10 +58,6 @@ pub const EXTENSION: &str = "tbsb";
 /// twice as large take 3% less disk, but each takes twice the cache and
 /// twice the time to decode.
 pub const BLOCK_POSITIONS: usize = 8192;
-
-// A block's DTM50 segments are read from a layer's log without decoding
-// any before them.
-const _: () = assert!(super::change_points::CHECKPOINT_POSITIONS as usize == BLOCK_POSITIONS);
 
 /// zstd level of the frames ([`Compression::Fast`]): levels above it shrink
 /// the files a few percent more at several times the compression time,
@@ -1273,7 +1267,7 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
 /// Writes a block's DTM50 column: [`Columns::dtm50_v7`] (version 6's in tests).
 type Dtm50Writer = fn(&[u16], &[u16], &[u16], &Dtm50Data, &mut Vec<u8>);
 
-fn encode_block<D: Dtm50Slices>(
+pub fn encode_block<D: Dtm50Slices>(
     compression: Compression,
     dtz: &[u16],
     dtm: &[u16],
@@ -1444,38 +1438,9 @@ pub fn encode_blocks<D: Dtm50Slices>(
     }
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))
-        .into_par_iter()
+        .into_iter()
         .map(|b| {
             encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions))
-        })
-        .collect()
-}
-
-/// The blocks that lie wholly in indexes `first..first + dtz.len()`
-/// (values by index less `first`, e.g. one layer of a table), each with
-/// its number, compressed in parallel; the parts of blocks that either end
-/// cuts are left to the caller ([`encode_one`] once they are whole).
-pub fn encode_whole_blocks<D: Dtm50Slices>(
-    compression: Compression,
-    first: usize,
-    dtz: &[u16],
-    dtm: &[u16],
-    dtm50: Option<&D>,
-) -> Vec<(usize, Encoded)> {
-    let end = first + dtz.len();
-    (first.div_ceil(BLOCK_POSITIONS)..end / BLOCK_POSITIONS)
-        .into_par_iter()
-        .map(|b| {
-            (
-                b,
-                encode_block(
-                    compression,
-                    dtz,
-                    dtm,
-                    dtm50,
-                    b * BLOCK_POSITIONS - first..(b + 1) * BLOCK_POSITIONS - first,
-                ),
-            )
         })
         .collect()
 }
@@ -1624,7 +1589,7 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
 /// with its indexes and what is wrong.
 pub fn damaged_blocks(bytes: &[u8], blocks: &Blocks) -> Vec<String> {
     (0..blocks.entries.len())
-        .into_par_iter()
+        .into_iter()
         .filter_map(|b| {
             decode_block(bytes, blocks, b).err().map(|e| format!("block {b} (indexes {:?}): {e}", blocks.range(b)))
         })
@@ -1700,7 +1665,7 @@ pub(crate) fn encode_version(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::dtm50::Dtm50View;
+    use crate::dtm50::Dtm50View;
 
     /// A decoded block finds each position's further DTM50 segments by its
     /// rank table, and answers every clock as the data it was written from

@@ -244,7 +244,7 @@ pub fn generate_blocks(
     let options = Options { memory, ..Options::STANDARD };
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
         let (whole, layer_tally) = rayon::join(
-            || format::encode_whole_blocks(compression, base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
+            || encode_whole_blocks(compression, base, &out.dtz, &out.dtm, out.dtm50.as_ref()),
             || tally_values(l, base, &out.dtz, &out.dtm, out.dtm50.as_ref(), with_dtm50),
         );
         for (b, e) in whole.into_iter().chain(cut.add_ends(l.size, base, out)) {
@@ -1122,11 +1122,40 @@ fn solve_propagate(
     }
 }
 
+/// The blocks that lie wholly in indexes `first..first + dtz.len()`
+/// (values by index less `first`, e.g. one layer of a table), each with
+/// its number, compressed in parallel; the parts of blocks that either end
+/// cuts are left to the caller ([`format::encode_one`] once they are whole).
+fn encode_whole_blocks<D: Dtm50Slices>(
+    compression: format::Compression,
+    first: usize,
+    dtz: &[u16],
+    dtm: &[u16],
+    dtm50: Option<&D>,
+) -> Vec<(usize, format::Encoded)> {
+    let end = first + dtz.len();
+    (first.div_ceil(format::BLOCK_POSITIONS)..end / format::BLOCK_POSITIONS)
+        .into_iter()
+        .map(|b| {
+            (
+                b,
+                format::encode_block(
+                    compression,
+                    dtz,
+                    dtm,
+                    dtm50,
+                    b * format::BLOCK_POSITIONS - first..(b + 1) * format::BLOCK_POSITIONS - first,
+                ),
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::{Material, dtm50::Dtm50View};
     use shakmaty::Color;
+    use tbformat::{Material, dtm50::Dtm50View};
 
     fn layout(name: &str) -> Layout {
         Layout::new(&Material::parse(name).unwrap().canonical())

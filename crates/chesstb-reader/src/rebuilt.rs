@@ -19,7 +19,7 @@ use std::sync::{
 
 use shakmaty::{Chess, EnPassantMode, Position};
 
-use crate::set_cache::SetCache;
+use tbcache::SetCache;
 
 /// Which rebuilt value an entry holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

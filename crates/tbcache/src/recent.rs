@@ -12,32 +12,32 @@
 /// cache it belongs to, unique in the process, so that threads shared by
 /// several caches never mix their entries) and its key; a new entry
 /// replaces the oldest.
-pub(crate) struct Recent<K, V, const N: usize> {
+pub struct Recent<K, V, const N: usize> {
     entries: [Option<(u64, K, V)>; N],
     /// Where the next entry goes.
     next: usize,
 }
 
 impl<K: PartialEq, V, const N: usize> Recent<K, V, N> {
-    pub(crate) const fn new() -> Self {
+    pub const fn new() -> Self {
         Recent { entries: [const { None }; N], next: 0 }
     }
 
     /// The value of `owner`'s `key`, if remembered.
     #[inline]
-    pub(crate) fn find(&self, owner: u64, key: &K) -> Option<&V> {
+    pub fn find(&self, owner: u64, key: &K) -> Option<&V> {
         self.entries.iter().flatten().find(|(o, k, _)| *o == owner && k == key).map(|(_, _, v)| v)
     }
 
     /// Remembers `value` in place of the oldest entry.
     #[inline]
-    pub(crate) fn remember(&mut self, owner: u64, key: K, value: V) {
+    pub fn remember(&mut self, owner: u64, key: K, value: V) {
         self.entries[self.next] = Some((owner, key, value));
         self.next = (self.next + 1) % N;
     }
 
     /// Forgets `owner`'s `key` (a value no longer to be used).
-    pub(crate) fn forget(&mut self, owner: u64, key: &K) {
+    pub fn forget(&mut self, owner: u64, key: &K) {
         for e in &mut self.entries {
             if e.as_ref().is_some_and(|(o, k, _)| *o == owner && k == key) {
                 *e = None;

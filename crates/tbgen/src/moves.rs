@@ -435,7 +435,7 @@ mod tests {
     use shakmaty::{CastlingMode, Chess, FromSetup, Move, Position, Setup};
 
     use super::*;
-    use crate::builtin::Material;
+    use tbformat::Material;
 
     /// The position `p` of layout `l` as shakmaty sees it.
     fn chess(l: &Layout, p: &Pos) -> Chess {

@@ -11,7 +11,7 @@ use std::{
     path::PathBuf,
 };
 
-use super::{
+use tbformat::{
     Material,
     format::{self, Encoded, IndexEntry},
 };
@@ -189,7 +189,7 @@ impl BlockStash {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::builtin::format::{BLOCK_POSITIONS, Compression};
+    use tbformat::format::{BLOCK_POSITIONS, Compression};
 
     /// Blocks of some values: a few distinct columns, so that blocks differ.
     fn encoded(count: usize) -> Vec<Encoded> {
@@ -197,7 +197,7 @@ mod tests {
             .map(|b| {
                 let dtz: Vec<u16> = (0..BLOCK_POSITIONS).map(|i| ((i * (b + 3)) % 97) as u16).collect();
                 let dtm: Vec<u16> = dtz.iter().map(|&v| v * 2 + 1).collect();
-                format::encode_one::<crate::builtin::dtm50::Dtm50Data>(Compression::Fast, &dtz, &dtm, None)
+                format::encode_one::<tbformat::dtm50::Dtm50Data>(Compression::Fast, &dtz, &dtm, None)
             })
             .collect()
     }

@@ -30,7 +30,7 @@ use std::sync::OnceLock;
 
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
-use super::material::Material;
+use crate::material::Material;
 
 /// Marks a man that was captured in a move under construction, or a slot
 /// beyond a table's men.

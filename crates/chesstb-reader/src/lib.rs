@@ -88,6 +88,8 @@
 //! table whenever the position has a pair and the table's WDL file exists,
 //! at every node of a search too; so does this reader.
 
+#![warn(missing_docs)]
+
 mod cache;
 mod file;
 mod index;
@@ -106,7 +108,7 @@ use std::{
 use rustc_hash::FxHashMap;
 use shakmaty::{Chess, Position};
 
-use crate::recent::Recent;
+use tbcache::Recent;
 
 pub use cache::CacheStats;
 pub use file::Kind;

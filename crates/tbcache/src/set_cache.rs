@@ -32,7 +32,7 @@ use std::{
 
 /// Entries per set: with 4, sets overflow rarely before the cache is full,
 /// and a set is scanned in one or two cache lines.
-pub(crate) const WAYS: usize = 4;
+pub const WAYS: usize = 4;
 
 /// One set: its entries, each with when it was last used (the set's own
 /// clock, advanced by every lookup and insert).
@@ -49,25 +49,25 @@ impl<K, V> Default for Set<K, V> {
 
 /// Values `V` by key `K` in fixed sets of [`WAYS`] entries (see the module
 /// docs).
-pub(crate) struct SetCache<K, V> {
+pub struct SetCache<K, V> {
     /// Empty: keeps nothing.
     sets: Box<[Mutex<Set<K, V>>]>,
 }
 
 impl<K: Hash + Eq, V: Clone> SetCache<K, V> {
     /// Bytes of one set, its entries' keys and values inline.
-    pub(crate) const SET_BYTES: u64 = std::mem::size_of::<Mutex<Set<K, V>>>() as u64;
+    pub const SET_BYTES: u64 = std::mem::size_of::<Mutex<Set<K, V>>>() as u64;
 
     /// A cache of `max_entries` entries, rounded down to whole sets:
     /// under one set's worth it keeps nothing. For values that point
     /// elsewhere, budgeted per entry by the caller.
-    pub(crate) fn with_max_entries(max_entries: u64) -> SetCache<K, V> {
+    pub fn with_max_entries(max_entries: u64) -> SetCache<K, V> {
         Self::with_sets((max_entries / WAYS as u64) as usize)
     }
 
     /// A cache of at most `max_bytes`, counting each set's whole size:
     /// under one set it keeps nothing. For values held inline.
-    pub(crate) fn with_max_bytes(max_bytes: u64) -> SetCache<K, V> {
+    pub fn with_max_bytes(max_bytes: u64) -> SetCache<K, V> {
         Self::with_sets((max_bytes / Self::SET_BYTES) as usize)
     }
 
@@ -75,14 +75,14 @@ impl<K: Hash + Eq, V: Clone> SetCache<K, V> {
         SetCache { sets: (0..sets).map(|_| Mutex::default()).collect() }
     }
 
-    #[cfg(test)]
-    pub(crate) fn sets(&self) -> usize {
+    /// Number of sets ([`WAYS`] entries each).
+    pub fn sets(&self) -> usize {
         self.sets.len()
     }
 
     /// Whether the cache keeps nothing (every lookup misses).
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.sets.is_empty()
     }
 
@@ -99,7 +99,7 @@ impl<K: Hash + Eq, V: Clone> SetCache<K, V> {
     // warm built-in probe 6 instructions more than the hand-written sets
     // did (1,294 against 1,288, callgrind); inlined, a few fewer.
     #[inline(always)]
-    pub(crate) fn get(&self, key: &K) -> Option<V> {
+    pub fn get(&self, key: &K) -> Option<V> {
         if self.sets.is_empty() {
             return None;
         }
@@ -117,7 +117,7 @@ impl<K: Hash + Eq, V: Clone> SetCache<K, V> {
     /// entry, else in the least recently used. Returns the entry displaced:
     /// the key's own, or another key's (an eviction). Keeps nothing in an
     /// empty cache.
-    pub(crate) fn insert(&self, key: K, value: V) -> Option<(K, V)> {
+    pub fn insert(&self, key: K, value: V) -> Option<(K, V)> {
         if self.sets.is_empty() {
             return None;
         }

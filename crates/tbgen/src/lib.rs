@@ -1,0 +1,38 @@
+//! tbserver's generator of built-in tables by retrograde analysis.
+//!
+//! Given a material's [`Layout`](tbformat::Layout) and a way to look up the
+//! tables its captures and promotions lead into, [`generate`] solves every
+//! position's DTZ50'', DTM and (optionally) DTM50 and hands back the
+//! table's compressed blocks in the format of [`tbformat`]. It reads and
+//! writes no table files itself, except the spill of blocks it cannot hold
+//! in memory ([`stash`]); the caller owns the directory of tables.
+//!
+//! - [`moves`]: move generation inside a table's index space;
+//! - [`generate`]: the DTZ50'' and DTM analysis, layer by layer;
+//! - [`dtm50`]: the same with the half-move clock;
+//! - [`budget`]: what a table costs to generate, and the memory there is;
+//! - [`stash`]: a generated table's blocks until its file is written;
+//! - [`stats`]: positions by category, histograms and longest values.
+
+#![warn(missing_docs)]
+
+pub mod budget;
+mod change_points;
+pub mod dtm50;
+pub mod generate;
+mod memory;
+pub mod moves;
+mod radix;
+pub mod stash;
+pub mod stats;
+
+use tbformat::{format, index, material, value};
+
+/// Memory for the decoded blocks of the tables a generation looks up (the
+/// cache of a store that has no configured one: `tbserver generate`,
+/// tests), in MiB: the memory estimates count it.
+pub const GENERATION_CACHE_MIB: u64 = 160;
+
+// A block's DTM50 segments are read from a layer's log without decoding
+// any before them.
+const _: () = assert!(change_points::CHECKPOINT_POSITIONS as usize == format::BLOCK_POSITIONS);
