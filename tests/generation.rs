@@ -329,7 +329,8 @@ fn sixteen_concurrent_first_requests_share_one_generation_and_sigterm_exits() {
         generated.len()
     );
     drop(server);
-    // 2.1 GB of tables: every run left them in the temporary directory.
+    // Gigabytes of tables: without this every run would leave them in the
+    // temporary directory.
     let _ = std::fs::remove_dir_all(&dir);
 
     // SIGTERM in the middle of a generation: the process exits within the
