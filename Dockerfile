@@ -26,9 +26,9 @@ RUN --mount=type=cache,id=tbserver-cargo-registry,target=/usr/local/cargo/regist
     --mount=type=cache,id=tbserver-target,target=/src/target \
     cargo build --profile dist --locked --bin tbserver \
  && install -m 0755 target/dist/tbserver /usr/local/bin/tbserver
-# The 35 built-in tables of 3-4 pieces with every metric (60 MB, compressed
-# harder than a server generating on demand would, in under a minute and a
-# half on 2 cores): a new replica answers any 4-piece position at once.
+# The 35 built-in tables of 3-4 pieces with every metric (compressed harder
+# than a server generating on demand would: the image makes them once): a
+# new replica answers any 4-piece position at once.
 RUN tbserver generate --compression small --out /usr/share/tbserver/builtin
 
 FROM ${RUNTIME_IMAGE} AS runtime

@@ -1,7 +1,7 @@
 //! Generation speed of built-in tables.
 //!
-//! `cargo bench --bench generate`. The machine is shared and noisy, so a
-//! baseline workload (shakmaty perft 5 from the start position) is timed in
+//! `cargo bench --bench generate`. Timings on a shared machine are noisy, so
+//! a baseline workload (shakmaty perft 5 from the start position) is timed in
 //! the same run: compare ratios, not absolute times.
 //! The whole set (all 3–4 piece tables) is timed by `tbserver generate`.
 

@@ -155,8 +155,8 @@ fn bench_builtin(c: &mut Criterion) {
         })
     });
     // The table whose blocks take longest to decode (the most DTM50 change
-    // points a block among the 3–4-piece tables): issue #28's cold-probe
-    // target holds for each table, not on average.
+    // points a block among the 3–4-piece tables): the cold-probe target
+    // (docs/performance.md) must hold for each table, not on average.
     let heaviest = random_positions("KRNvK", 200, &mut seed);
     group.bench_function(BenchmarkId::new("dtm50_at_clock_cold_krnvk", heaviest.len()), |b| {
         b.iter(|| {

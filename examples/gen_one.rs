@@ -27,7 +27,8 @@ fn main() {
     }
     let secs = start.elapsed().as_secs_f64() / f64::from(runs);
     let per_run = |s: f64| s / f64::from(runs) * 1e3;
-    // Baseline in the same run (the machine is shared): shakmaty perft 5.
+    // Baseline in the same run (timings on a shared machine are noisy):
+    // shakmaty perft 5.
     let start = Instant::now();
     for _ in 0..runs {
         std::hint::black_box(shakmaty::perft(&shakmaty::Chess::default(), 5));

@@ -278,7 +278,8 @@ async fn main() {
     for u in &s.unexpected {
         println!("  unexpected: {u}");
     }
-    // The target of issue 8; P99_LIMIT_MS overrides it on shared machines.
+    // The probe p99 target while searches run; P99_LIMIT_MS overrides it on
+    // shared machines.
     let p99_limit_ms: f64 = std::env::var("P99_LIMIT_MS").ok().and_then(|v| v.parse().ok()).unwrap_or(50.0);
     // Exit 1: a wrong answer or a lost connection. Exit 2: answers all
     // right, only the p99 over the limit (on a shared machine, possibly

@@ -42,7 +42,7 @@ measure() { # label, generate flags...
   local label=$1
   shift
   # The previous run's files go to disk first: written back during the
-  # timed run, they cost it 1-2.5 s of wall time and some CPU time.
+  # timed run, they would cost it wall time and some CPU time.
   sync
   timed "$bin/tbserver" generate --pieces 4 --out "$work/$label" "$@"
   report "$label" "$(du -sh "$work/$label" | cut -f1)"

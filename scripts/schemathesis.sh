@@ -35,9 +35,8 @@ pid=$!
 # expressed in JSON Schema, so schema-valid strings get (documented) 400/422.
 # One worker: with two threads, hypothesis's lambda descriptions parse source
 # with `ast` concurrently, and CPython 3.11 then fails now and then with
-# "AST constructor recursion depth mismatch" (1 run in 3 here, and once in
-# CI), reported against whatever operation was running. One worker is no
-# slower on two cores (42-52 s against 51-57 s for 200 examples).
+# "AST constructor recursion depth mismatch", reported against whatever
+# operation was running. One worker is no slower on two cores.
 schemathesis run "http://127.0.0.1:$port/api/openapi.json" \
   --wait-for-schema 20 --checks all --exclude-checks positive_data_acceptance \
   --max-examples "$examples" --seed 7 \

@@ -70,8 +70,9 @@ pub struct BuiltinConfig {
     /// set in one): a table missing from `dir` is mapped from here before
     /// it is generated.
     pub shipped_dir: Option<PathBuf>,
-    /// Generate exact DTM50 as well (about 43% of the disk space and 40% of
-    /// the generation time). Without it DTM50 comes from search alone.
+    /// Generate exact DTM50 as well (a large share of the disk space and of
+    /// the generation time: docs/builtin-generation.md). Without it DTM50
+    /// comes from search alone.
     pub dtm50: bool,
     /// How long a request that only built-in tables can answer waits for
     /// them to be generated before it answers 503 `generating` (with the
@@ -104,9 +105,9 @@ pub struct BuiltinConfig {
     /// tables (hits, misses and evictions in `/prometheus`).
     pub cache_mib: u64,
     /// How hard tables generated here are compressed: `fast` (zstd level
-    /// 7) or `small` (zstd's optimal parsing: 5.6% smaller files for about
-    /// 1.3 times the generation CPU time). Tables found are read either
-    /// way.
+    /// 7) or `small` (zstd's optimal parsing: somewhat smaller files for
+    /// more generation CPU time; docs/performance.md). Tables found are
+    /// read either way.
     pub compression: crate::builtin::format::Compression,
 }
 

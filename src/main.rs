@@ -10,9 +10,9 @@ use tbserver::{
     request::parse_fen,
 };
 
-/// jemalloc: a full uncached answer costs about 10% less CPU than with the
-/// system allocator (scripts/bench-vs-lichess.sh, docs/performance.md);
-/// generating the 3-4-piece tables takes the same time and memory.
+/// jemalloc: a full uncached answer costs less CPU than with the system
+/// allocator (scripts/bench-vs-lichess.sh, docs/performance.md), and
+/// generating tables takes no more time or memory.
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -85,8 +85,8 @@ enum Command {
         /// configured builtin.dtm50].
         #[arg(long)]
         without_dtm50: bool,
-        /// How hard to compress the tables: `fast` or `small` (5.6% smaller,
-        /// for about 1.3 times the CPU time) [default: the configured
+        /// How hard to compress the tables: `fast` or `small` (somewhat
+        /// smaller, for more CPU time) [default: the configured
         /// builtin.compression].
         #[arg(long, value_name = "HOW", value_parser = tbserver::builtin::format::Compression::NAMES)]
         compression: Option<String>,

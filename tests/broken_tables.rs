@@ -212,7 +212,7 @@ fn replacement_by_rename_under_load() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Truncating a mapped table *in place* (not the update procedure): measured
+/// Truncating a mapped table *in place* (not the update procedure): observed
 /// in a child process so that this test survives what happens to it.
 #[test]
 fn truncation_in_place_while_mapped_is_fatal_with_mmap() {

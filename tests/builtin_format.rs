@@ -1,11 +1,11 @@
-//! The compressed blocks (format v4 on, v6 today) against their oracle: for every built-in table of 3–4 pieces,
-//! the values the generator computes (the arrays format v3 stored as they
-//! were, read with v3's own DTM50 reader) against what the block file gives
-//! back: DTZ50'', DTM, and DTM50 at every half-move clock 0–99, for every
-//! legal position (illegal indexes are never probed and read as
-//! don't-care values). Sampled in
-//! the quick tier (whole blocks and random indexes of every table), every
-//! index in the exhaustive tier. Prints each table's size in both formats.
+//! The compressed blocks against their oracle: for every built-in table of
+//! 3–4 pieces, the values the generator computes (its whole arrays, DTM50
+//! read through the generator's own view of its segments) against what the
+//! block file gives back: DTZ50'', DTM, and DTM50 at every half-move clock
+//! 0–99, for every legal position (illegal indexes are never probed and
+//! read as don't-care values). Sampled in the quick tier (whole blocks and
+//! random indexes of every table), every index in the exhaustive tier.
+//! Prints each table's file size beside what its raw arrays would take.
 
 #[macro_use]
 mod common;
@@ -128,16 +128,16 @@ fn blocks_give_back_every_value_the_generator_computed() {
         format::VERSION,
         if exhaustive() { format!(" (share {} of each table)", common::share()) } else { " (sample)".into() }
     );
-    // Issue #28 aims at 60 MB; this format reaches about 71 MB (see
-    // docs/builtin-format.md). The bound keeps it from growing back.
+    // A bound a little above the 35 files' total (docs/builtin-format.md):
+    // a change that makes the tables larger fails here.
     assert!(blocks_file <= 75_000_000, "all 35 tables with DTM50 within 75 MB: {blocks_file}");
 }
 
 /// Tables of 5 pieces checked by [`blocks_give_back_every_five_piece_value`]:
 /// `TBSERVER_FORMAT_FIVE` (comma-separated; `all` for the three below, of
 /// which a run with `TBSERVER_EXHAUSTIVE_SHARE=k/3` takes the k-th), or
-/// none in the quick tier, where generating one takes up to a minute and
-/// 4 GiB.
+/// none in the quick tier, where generating one would take most of the
+/// tier's time and gigabytes of memory.
 /// KNNvKN is nearly all draws, KRBvKQ has mates of up to 140 plies with
 /// many DTM50 change points, KNNNvK has three identical men.
 fn five_piece_tables() -> Vec<tbserver::builtin::Material> {

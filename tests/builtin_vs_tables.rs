@@ -53,9 +53,9 @@ fn max_pieces() -> usize {
 }
 
 /// Tables of 5 pieces to check (generated with what they depend on, which
-/// takes about a minute for KNNvKN and two for KRBvKQ on 2 cores):
-/// `TBSERVER_BUILTIN_TEST_FIVE` (comma-separated, empty for none, `all` for
-/// every one with a Syzygy file in the shared data: 13, hours on 2 cores),
+/// takes minutes per table): `TBSERVER_BUILTIN_TEST_FIVE` (comma-separated,
+/// empty for none, `all` for every one with a Syzygy file in the shared
+/// data: 13, which take hours),
 /// KNNvKN by default: it has identical men, both sides' minor pieces and a
 /// Syzygy file in the shared data.
 fn five_piece_tables() -> Vec<Material> {

@@ -41,7 +41,7 @@ fn clock_chart_equals_the_probe_at_every_clock() {
         assert_eq!(value, &probe["dtm50"], "clock {clock}");
         assert_eq!(value["halfmove_clock"], clock);
     }
-    // The figures of the issue: mate in 70 for Black, 72 at clock 11.
+    // The position's values: mate in 70 for Black at clock 0, 72 at clock 11.
     assert_eq!((values[0]["plies"].as_i64(), values[0]["mate_in_moves"].as_i64()), (Some(-140), Some(-70)));
     assert_eq!((values[11]["plies"].as_i64(), values[11]["mate_in_moves"].as_i64()), (Some(-144), Some(-72)));
 
@@ -210,8 +210,8 @@ fn recount(table: &tbserver::builtin::Table) -> ([Published; 2], [[u64; 5]; 2]) 
     let mut syzygy = [Published::default(), Published::default()];
     let mut distinct = [[0u64; 5]; 2];
     for idx in 0..layout.size as u32 {
-        // Legal by the index: format v4 stores a neighbour's values at an
-        // index no legal position has.
+        // Legal by the index, not the values: a file holds values at
+        // indexes no legal position has (whatever compresses best).
         let Some(pos) = layout.decode(idx) else { continue };
         let dtz = table.dtz(idx);
         let side = usize::from(pos.turn == shakmaty::Color::Black);

@@ -11,8 +11,8 @@
 //! it leaves out, of the built-in indexes in `TBSERVER_EXHAUSTIVE_SHARE`
 //! (all by default; CI takes a third per run, see `.ci/run`).
 //!
-//! Generating the two built-in tables takes about 3 minutes and up to 7 GiB
-//! on 2 cores, once: they are kept with the other built-in test tables.
+//! Generating the two built-in tables takes minutes and several GiB, once:
+//! they are kept with the other built-in test tables.
 
 #[macro_use]
 mod common;

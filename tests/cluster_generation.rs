@@ -7,7 +7,7 @@
 //!
 //! Quick tier: the 10 tables KRvKP needs (3 waves, with DTM50, seconds).
 //! Exhaustive tier (`TBSERVER_EXHAUSTIVE=1`, scripts/verify-all.sh): all 35
-//! tables of 3 and 4 pieces (4 waves; the test takes about 75 s), in
+//! tables of 3 and 4 pieces (4 waves, too slow for the quick tier), in
 //! share 0 of `TBSERVER_EXHAUSTIVE_SHARE` (the whole set cannot be split:
 //! the other shares run the quick tier's 10 tables, so every third CI run
 //! has all 35).

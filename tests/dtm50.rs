@@ -6,8 +6,8 @@
 //! quick tier searches 200 positions (of 1000) and proves 50 short mates
 //! (of 150); `TBSERVER_EXHAUSTIVE=1` (`scripts/verify-all.sh`) the larger
 //! numbers. Knobs: `TBSERVER_DTM50_SEARCH_POSITIONS` (overrides either
-//! count), `TBSERVER_DTM50_SEARCH_MS` (time per search, default 250 ms; the
-//! closing-note figure uses 1000) and `TBSERVER_TEST_SEED`.
+//! count), `TBSERVER_DTM50_SEARCH_MS` (time per search, default 250 ms;
+//! the figures in docs/ use 1000) and `TBSERVER_TEST_SEED`.
 
 #[macro_use]
 mod common;

@@ -26,7 +26,9 @@ const SLOW_FENS: [&str; 3] =
 /// every table three times over (the storm below generates them all once).
 const KBNK_WIN: &str = "8/8/8/4k3/8/8/8/KBN5 w - - 0 1";
 
-/// The 16 concurrent requests that froze the old lazy generation for good.
+/// 16 concurrent requests whose tables depend on one another: a lazy
+/// generation that waits for a dependency inside its own thread pool
+/// freezes on them for good.
 const FROZE: [&str; 8] = [
     "8/8/8/1p6/8/2N5/3k4/5K2 w - - 0 1",
     "8/7P/4P3/8/7K/8/5k2/8 b - - 0 1",
@@ -253,7 +255,7 @@ fn terminate(mut server: Server, dir: &Path) -> (Duration, Vec<String>) {
     (exit_after, tables)
 }
 
-/// The 16 requests that froze the old generation, at once, on a fresh server:
+/// The 16 requests of [`FROZE`] at once, on a fresh server:
 /// each answers (200, or 503 `generating`) within `wait_ms` plus its probing.
 fn storm(client: &reqwest::blocking::Client, server: &Server) -> (usize, Duration) {
     let start = Instant::now();
@@ -329,7 +331,8 @@ fn sixteen_concurrent_first_requests_share_one_generation_and_sigterm_exits() {
         generated.len()
     );
     drop(server);
-    // 2.1 GB of tables: every run left them in the temporary directory.
+    // Gigabytes of tables: without this every run would leave them in the
+    // temporary directory.
     let _ = std::fs::remove_dir_all(&dir);
 
     // SIGTERM in the middle of a generation: the process exits within the

@@ -247,7 +247,8 @@ fn mainline_is_best_move_played_out() {
             check(r["fen"].as_str().unwrap());
         }
     }
-    // The examples: a mate in 6 plies, and a queen promotion.
+    // Positions of note: a mate in 6 plies, a queen promotion, and a
+    // position at half-move clock 79.
     for fen in
         ["3kR3/8/5K2/8/4r2Q/8/8/8 b - - 0 1", "8/8/6K1/8/7p/3p4/2k5/8 b - - 0 1", "4k3/8/8/8/8/8/8/4K2R w - - 79 40"]
     {

@@ -439,8 +439,8 @@ fn a_write_that_fails_leaves_nothing_and_a_retry_works() {
         let (status, _) = server.get(&format!("/api/v1/probe?fen={}", fen.replace(' ', "_")));
         assert_eq!(status, 503, "the table is being generated");
         std::thread::sleep(Duration::from_millis(20 << attempt));
-        // Fill the disk but for 64 KiB: format v4 compresses KQPvK to a
-        // few MB, so a margin must stay well below the file to be written.
+        // Fill the disk but for 64 KiB: KQPvK's file takes a few MB, so the
+        // margin stays well below the file to be written.
         let left_bytes: u64 = 64 << 10;
         assert!(target_bytes > 4 * left_bytes, "KQPvK takes {target_bytes} bytes: the disk would not fill");
         let filler = fs.dir.join("filler");

@@ -57,7 +57,7 @@ fn assert_exact_dtz_is_gaviota_dtm(tb: &Tablebases, pos: &Chess) -> bool {
 fn krvk_rounded_dtz_becomes_exact() {
     let (Some(tb), Some(syzygy)) = (tablebases(), syzygy()) else { return };
     let pos = position("8/8/8/4k3/8/8/8/KR6 w - - 0 1");
-    // The case of the issue: Syzygy stores it rounded (29 or 30).
+    // The case in point: Syzygy stores this DTZ rounded (29 or 30).
     assert!(matches!(syzygy.probe_dtz(&pos).unwrap(), MaybeRounded::Rounded(Dtz(29))));
     let info = position_info(&tb, &pos);
     let dtz = info.dtz50.unwrap();

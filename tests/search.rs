@@ -159,8 +159,8 @@ fn root_move_never_spoils_the_verdict() {
     assert!(decisive > 50);
 }
 
-/// A root without legal moves is answered without searching: mated (found by
-/// fuzzing: the root-move filter took the best of no verdicts) or stalemate.
+/// A root without legal moves is answered without searching: mated (the
+/// root-move filter would take the best of no verdicts) or stalemate.
 #[test]
 fn roots_without_moves_are_terminal() {
     let Some(t) = tables(false) else { return };

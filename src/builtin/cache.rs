@@ -4,9 +4,9 @@
 //!
 //! A miss decodes on the caller's own thread and inserts the result; it
 //! never waits for another thread decoding the same block. Two threads
-//! that miss the same block at once both decode it (tens of microseconds
-//! each) rather than one blocking a thread of the server's or the
-//! generator's pool until the other is done.
+//! that miss the same block at once both decode it (one block's work each)
+//! rather than one blocking a thread of the server's or the generator's
+//! pool until the other is done.
 
 use std::sync::{
     Arc,
@@ -17,16 +17,15 @@ use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
 use tbcache::{Recent, SetCache};
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
-/// reaches over a few hundred positions of every 3-4-piece table (a
-/// position and its moves touch about 30 blocks; 600 random positions'
-/// answers touch 245 MB of blocks). At 128 MiB such answers took 2.5 times
-/// format v3's time, one lookup in nine decoding a block.
+/// reaches over a few hundred random positions of every 3-4-piece table (a
+/// position and its moves touch about 30 blocks). A quarter of this leaves
+/// a sizeable share of such lookups decoding a block, and the answers
+/// markedly slower (docs/performance.md).
 pub const DEFAULT_CACHE_MIB: u64 = 512;
 
 /// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
-/// bytes per position) and DTM50's further change points, which made the
-/// 3-4-piece tables' blocks 20% larger than that on average (a cache of
-/// 128 MiB held 154 MiB).
+/// bytes per position) and DTM50's further change points, which make the
+/// 3-4-piece tables' blocks about a fifth larger than that on average.
 const SLOT_BYTES: u64 = 10 * BLOCK_POSITIONS as u64;
 
 /// A block of one table: the table's serial number (unique in the process,
@@ -62,8 +61,8 @@ pub struct BlockCache {
 }
 
 /// A count that threads add to without sharing a cache line (mostly):
-/// hits are counted on every lookup, a generation makes about 50 million of
-/// them, and one shared word bounced between the cores on each.
+/// hits are counted on every lookup, a generation makes tens of millions of
+/// them, and one shared word would bounce between the cores on each.
 #[derive(Default)]
 struct Counter([Shard; SHARDS]);
 

@@ -1,10 +1,11 @@
 //! What every request passes through around its route, as two services of
 //! our own beside tower-http's CORS and body limit. Each layer added with
 //! `Router::layer` boxes the route again and each `middleware::from_fn`
-//! clones and boxes what it wraps, per request: with ten of them that was
-//! most of a cached answer's own cost (scripts/bench-vs-lichess.sh).
+//! clones and boxes what it wraps, per request: with the ten layers these
+//! two services stand for, that would be most of a cached answer's own cost
+//! (scripts/bench-vs-lichess.sh).
 //!
-//! From the outside in, as the ten layers were stacked:
+//! From the outside in:
 //! - [`Front`]: the request ID (the client's `x-request-id`, or a new one),
 //!   sent back; the request's tracing span and its start, end and failure
 //!   events; the request metrics; CBOR errors where CBOR was asked for; a

@@ -1,7 +1,7 @@
 //! The cache hit path's front: answers by the request's raw path and query,
 //! so that a request asked before is answered without parsing its query or
 //! its FEN, normalizing it, or the response cache's bookkeeping (together
-//! about 2.5 µs, most of a hit's own cost: see `scripts/bench-cache-hit.sh`).
+//! most of a hit's own cost: see `scripts/bench-cache-hit.sh`).
 //! Entries share their bytes with the response cache. Bounded: a shard that
 //! fills is emptied, and the response cache behind it answers the next ask.
 

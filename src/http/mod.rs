@@ -238,12 +238,13 @@ impl Shared {
     }
 
     /// Leave to run one position's probes on the async thread that has the
-    /// request, when they only read memory-mapped tables (a full 5-piece
-    /// answer: about 150 µs of CPU). Handing them to a blocking thread and
-    /// back costs two thread wake-ups, a third of that and more when the
-    /// threads are idle. At most one async thread fewer than there are is
-    /// lent at once, never waiting for one, so that one is always free for
-    /// the I/O, the timers and the requests that need no probe.
+    /// request, when they only read memory-mapped tables (even a full
+    /// 5-piece answer is short work). Handing them to a blocking thread and
+    /// back costs two thread wake-ups, a sizeable share of that work, more
+    /// when the threads are idle (docs/performance.md). At most one async
+    /// thread fewer than there are is lent at once, never waiting for one,
+    /// so that one is always free for the I/O, the timers and the requests
+    /// that need no probe.
     fn inline_slot(&self) -> Option<InlineSlot<'_>> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread

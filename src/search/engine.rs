@@ -25,10 +25,10 @@ const MAX_PLY: usize = 128;
 /// DTZ and DTM are probed only with at least this much depth left; nearer
 /// the horizon the WDL range must do. A Syzygy DTZ probe costs about 30 WDL
 /// probes (the table code searches a ply when the table stores the other
-/// side to move), more than searching a shallow node costs. In
-/// `benches/search.rs`, 2 made depth-7 searches 2.5 times faster and the
-/// exact KRBvKR mate 12 % faster; 3 was faster still at fixed depth but
-/// slower to prove mates.
+/// side to move), more than searching a shallow node costs. A lower limit
+/// probes DTZ where it costs more than it saves; a higher one speeds
+/// fixed-depth searches further but slows the proof of mates
+/// (`benches/search.rs`, docs/performance.md).
 const SLOW_PROBE_DEPTH: i32 = 2;
 /// Whether a tablebase-sized node with `depth` plies left at half-move clock
 /// `clock` is probed; quiescence nodes ask with depth 0. Above the horizon

@@ -37,7 +37,7 @@ static INIT: Mutex<()> = Mutex::new(());
 pub struct GaviotaSource {
     tables: Vec<TableInfo>,
     /// Files that failed the header check, by material (`KRvK`): libgtb opens
-    /// files by name itself and crashes (SIGSEGV, measured) on garbage, so
+    /// files by name itself and crashes (SIGSEGV) on garbage, so
     /// positions of these materials are answered with an error before it
     /// is asked.
     refused: BTreeMap<String, TableError>,

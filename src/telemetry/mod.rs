@@ -68,7 +68,7 @@ pub struct Telemetry {
     search_seconds: Histogram,
     /// The series of `requests` and `request_seconds` already met, by a hash
     /// of (route, method, status): recording a request then builds no label
-    /// strings (a cached answer's cost is a few microseconds).
+    /// strings, which would weigh on a cached answer's small cost.
     request_series: RwLock<FxHashMap<u64, Vec<RequestSeries>>>,
 }
 

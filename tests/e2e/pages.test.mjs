@@ -96,8 +96,8 @@ test('probe page shows the verdict and the move table for KBNvK', async () => {
   await waitReady(page);
   assert.match(await page.inputValue('#fen'), / b - - 1 1$/);
   // The verdict is the side to move's: Black, after White's best move, loses.
-  // (This once read 'win': the old page reported 'ready' before the new
-  // answer arrived, so the test saw the previous position's verdict.)
+  // (The page reports 'ready' only once the new answer is in; were it
+  // earlier, this would read the previous position's verdict, 'win'.)
   assert.equal(await page.getAttribute('#verdict', 'data-category'), 'loss');
   assert.match(await page.textContent('#verdict'), /Black loses/);
   assert.deepEqual(page.problems, []);
@@ -335,7 +335,7 @@ test('analysis runs against the real search and stops', async () => {
   // Stopped by the button if the search is still running, else done on
   // its own (a proven mate ends it): the check and the click happen in one
   // step in the page, or the search could end between them and leave a
-  // disabled button to click (failed once on a loaded machine).
+  // disabled button to click (which happens on a loaded machine).
   await page.evaluate(() => {
     const stop = document.getElementById('btn-stop');
     if (!stop.disabled) stop.click();

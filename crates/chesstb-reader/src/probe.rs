@@ -284,8 +284,8 @@ const MAX_DEPTH: u32 = 16;
 /// Rebuilds by search that one probe may start. A valid file needs a few
 /// (a dropped side's children are stored); a damaged one whose frames all
 /// read as dropped or loss-only would recurse to `MAX_DEPTH` with ~30
-/// children a level, which never ends in practice (the fuzzer found such a
-/// file). Past the budget a rebuild answers "unknown", as at `MAX_DEPTH`.
+/// children a level, which never ends in practice (fuzzing produces such
+/// files). Past the budget a rebuild answers "unknown", as at `MAX_DEPTH`.
 const REBUILD_BUDGET: u32 = 20_000;
 
 thread_local! {

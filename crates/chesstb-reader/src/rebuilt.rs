@@ -1,9 +1,9 @@
 //! Answers rebuilt by a one-ply search, remembered.
 //!
 //! chesstb's `shrink` drops one side to move from most files; a probe of
-//! that side searches its ~30 children, each a stored probe (4.3 µs for
-//! WDL, DTZ, DTM and DTM50 together with warm blocks, against 0.55 µs read
-//! back from here: `cargo bench --bench chesstb`). The answer depends on the
+//! that side searches its ~30 children, each a stored probe, several times
+//! the cost of reading the answer back from here (`cargo bench --bench
+//! chesstb`, docs/performance.md). The answer depends on the
 //! position alone, so it is kept here under a key that *is* the position
 //! (two positions never share an entry), beside the decoded blocks and
 //! bounded like them.

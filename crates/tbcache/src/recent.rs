@@ -5,8 +5,8 @@
 //!
 //! A `thread_local!` cannot be generic, so each user declares its own,
 //! initialised by a `const` block with [`Recent::new`]: such a static needs
-//! no check of a lazy-initialisation state on each use, which was measured
-//! on the warm probe.
+//! no check of a lazy-initialisation state on each use, which the warm
+//! probe would otherwise pay on every lookup.
 
 /// The last `N` entries remembered, each under its owner (the id of the
 /// cache it belongs to, unique in the process, so that threads shared by

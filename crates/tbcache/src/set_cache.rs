@@ -6,13 +6,12 @@
 //!
 //! Why not a general-purpose concurrent map: a lookup here costs one
 //! uncontended lock, [`WAYS`] key comparisons and a clone of the value. A
-//! built-in table's block is found in a fraction of what such a map took
-//! (a warm probe stays within twice format v3's plain array read), and for
-//! chesstb's rebuilt answers the map's keyed hash, frequency sketch and
-//! deferred bookkeeping took a third of the time of an exhaustive
-//! comparison whose every probe rebuilt a value. A key crafted to collide
-//! only evicts entries of its own set: entries compare whole keys, so no
-//! value is ever given for another key.
+//! built-in table's block is found in a fraction of such a map's time, and
+//! for chesstb's rebuilt answers the map's keyed hash, frequency sketch and
+//! deferred bookkeeping would be a large share of an exhaustive comparison
+//! even where every probe rebuilds its value (docs/performance.md). A key
+//! crafted to collide only evicts entries of its own set: entries compare
+//! whole keys, so no value is ever given for another key.
 //!
 //! Concurrency: each set is behind its own lock, taken for one scan of its
 //! entries; under it run only `K::eq` and `V::clone` (an `Arc` clone or a
@@ -95,9 +94,8 @@ impl<K: Hash + Eq, V: Clone> SetCache<K, V> {
     }
 
     /// The value of `key`, marked as used.
-    // Always inlined into the users' lookups: called out of line it cost a
-    // warm built-in probe 6 instructions more than the hand-written sets
-    // did (1,294 against 1,288, callgrind); inlined, a few fewer.
+    // Always inlined into the users' lookups: called out of line it adds a
+    // call to the hot path of every warm built-in probe.
     #[inline(always)]
     pub fn get(&self, key: &K) -> Option<V> {
         if self.sets.is_empty() {

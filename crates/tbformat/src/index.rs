@@ -10,7 +10,7 @@
 //!   one square or adjacent have no pair.
 //! - Identical pieces (two or three of a kind) are one digit, the rank of
 //!   their sorted squares among the combinations (C(64, 2) = 2016, C(64, 3)
-//!   = 41664), where today's all-orders digits had 64² or 64³.
+//!   = 41664), rather than 64² or 64³ for the squares in every order.
 //! - Identical pawns keep a file digit each, sorted by square; their ranks
 //!   are counted as a multiset (21 layers for two pawns, not 36).
 //! - With both kings on the a1–h8 diagonal, a position and its

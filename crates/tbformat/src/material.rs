@@ -6,8 +6,8 @@ use shakmaty::{Color, Role};
 pub const MAX_PIECES: usize = 5;
 
 /// Most pieces of the tables generated without being asked for: all of
-/// them take about a minute on 2 cores (a table of one more piece takes
-/// minutes on its own and gigabytes while generating).
+/// them together cost far less than one table of one more piece, which
+/// takes gigabytes while generating (docs/builtin-generation.md).
 pub const DEFAULT_PIECES: usize = 4;
 
 /// Non-king pieces of each side, strongest first (Q, R, B, N, P).

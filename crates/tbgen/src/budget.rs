@@ -34,10 +34,10 @@ const BASE_MEMORY_BYTES: u64 = 64 * MIB;
 /// Decoded blocks of the tables a generation looks up, counted for tables
 /// of 5 pieces with pawns: their promotions lead into tables of 5 pieces,
 /// whose blocks fill the generation's cache ([`GENERATION_CACHE_MIB`]).
-/// The other tables read smaller ones, and less often; their measured
-/// peaks are within the estimate without it. KPPPvK, whose layers are
-/// small enough that this is most of its peak (476 MiB), would otherwise
-/// be estimated 26% below it.
+/// The other tables read smaller ones, and less often; their peaks are
+/// within the estimate without it. For a table whose layers are small, such
+/// as KPPPvK, the cache is most of the peak, so leaving it out would put
+/// the estimate well below.
 fn lookup_cache_bytes(material: &Material) -> u64 {
     if material.pieces() == 5 && material.has_pawns() { GENERATION_CACHE_MIB * MIB } else { 0 }
 }
@@ -54,23 +54,22 @@ fn lookup_cache_bytes(material: &Material) -> u64 {
 /// both analyses run (DTZ50'' 2, the best exits by DTZ50'' and DTM50 1 + 2,
 /// move counters 1 until both have set up, DTM50's state 4), plus the
 /// analyses' work lists and DTM50's segment log, which depend on how the
-/// values fall (the log takes up to 4.8 bytes per index position in 58 of
-/// the 60 pawnless 5-piece tables, 8.4 in KBBNvK and KBNNvK: those two
-/// have [`MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES`]). Fitted on
-/// the peaks measured (docs/builtin-generation.md), above every one. A
-/// kept layer holds DTZ50'', DTM and DTM50 at clock 0 (6 bytes; 11 in the
-/// estimate, fitted on the pawn tables measured, which peak above what
-/// their arrays and blocks account for: KRRPvK within 4% of it, KQPPvK,
-/// keeping 6 layers, within 8%). Without DTM50, what the arrays take (DTZ50'' and
-/// DTM 2 + 2, move counters 1, best exits 1 + 2, work lists), not
-/// measured.
+/// values fall (the log is largest in KBBNvK and KBNNvK, which have
+/// [`MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES`]). The constants are
+/// fitted above the peak of every table measured (docs/builtin-generation.md):
+/// the index cannot tell how the values fall. A kept layer holds DTZ50'',
+/// DTM and DTM50 at clock 0 (6 bytes; 11 in the estimate, fitted on the pawn
+/// tables, which peak above what their arrays and blocks account for).
+/// Without DTM50, the constants count what the arrays take (DTZ50'' and
+/// DTM 2 + 2, move counters 1, best exits 1 + 2, work lists), not fitted on
+/// measured peaks.
 const MEMORY_PER_LAYER_POSITION: f64 = 15.0;
 /// The same for bishop, knight and one more minor piece against a bare
 /// king (KBBNvK, KBNNvK): their long mates change with the clock most
-/// often, and DTM50's segment log takes 8.4 bytes per index position
-/// where the others take at most 4.8. Fitted on KBNNvK's peak (2,381 MiB:
-/// the estimate is 5% above it). Giving every table this much would put
-/// those of 242 M index positions at 5 GiB, where they take 2.6–3.6.
+/// often, so DTM50's segment log takes close to twice as many bytes per
+/// index position as in the other tables. Fitted above KBNNvK's peak.
+/// Giving every table this rate would overestimate the other tables of the
+/// same index size by far, and refuse them on machines where they fit.
 const MEMORY_PER_LAYER_POSITION_BISHOP_KNIGHT_MATES: f64 = 21.0;
 const MEMORY_PER_KEPT_POSITION: f64 = 11.0;
 const MEMORY_PER_POSITION: f64 = 0.5;
@@ -78,22 +77,21 @@ const MEMORY_PER_LAYER_POSITION_WITHOUT_DTM50: f64 = 11.0;
 const MEMORY_PER_KEPT_POSITION_WITHOUT_DTM50: f64 = 4.0;
 const MEMORY_PER_POSITION_WITHOUT_DTM50: f64 = 0.25;
 
-/// File bytes per index position, format v5 (values compressed in blocks).
-/// How well a table compresses depends on its values, not on its index:
-/// KNNvKN, mostly drawn, takes 0.004 bytes per index position of format
-/// v4's index, KRBvKQ, of the same index, 0.38, so no formula of the index
-/// comes within 15% of both. The estimate is an upper bound instead, above
-/// every table measured (the largest, KRNvK, 1.27 with DTM50 on format
-/// v5's index, which has little room for illegal positions, compressed to
-/// almost nothing; KQvKB and KQvKR 0.54 without it, counting their
-/// DTZ50'' and DTM): too high for most tables, never low. Measurements in
-/// docs/builtin-index.md, docs/operations.md and docs/builtin-format.md.
+/// File bytes per index position (values compressed in blocks). How well
+/// a table compresses depends on its values, not on its index: KNNvKN,
+/// mostly drawn, and KRBvKQ share their index, and one file is many times
+/// the other, so no formula of the index fits both. The estimate is an
+/// upper bound instead, above every table measured, with DTM50 and without
+/// it (counting DTZ50'' and DTM): too high for most tables, never low. The
+/// index leaves little room for illegal positions, which compress to
+/// almost nothing, so the densest tables set the bound. Figures in
+/// docs/builtin-format.md.
 const FILE_BYTES_PER_POSITION: f64 = 1.5;
 const FILE_BYTES_PER_POSITION_WITHOUT_DTM50: f64 = 0.75;
 /// The same, with DTM50, for three men without a pawn against a bare king:
-/// the long mates of the minor pieces change with the clock most often
-/// (KBNNvK 3.28 bytes per index position, KBBNvK 3.18, KRBNvK 1.82; those
-/// with a queen 0.25-0.75).
+/// the long mates of the minor pieces change with the clock most often, so
+/// these tables compress worst (KBNNvK and KBBNvK most, more than twice
+/// [`FILE_BYTES_PER_POSITION`]; those with a queen far better).
 const FILE_BYTES_PER_POSITION_AGAINST_BARE_KING: f64 = 3.5;
 
 /// Cost of generating `material`'s table alone.
@@ -296,14 +294,15 @@ mod tests {
         assert!(krk.peak_memory_bytes < kqkr.peak_memory_bytes);
         let without = estimate(&m("KQvKR"), false);
         assert!(without.peak_memory_bytes < kqkr.peak_memory_bytes);
-        // KQvKR's v4 file (docs/builtin-format.md): 3,118,878 bytes, of which
-        // DTZ50'' and DTM with the header and index 2,020,227 (v5: 3,117,118).
+        // KQvKR's file with DTM50, and its DTZ50'' and DTM with the header
+        // and index (the file without DTM50), as measured: the estimates
+        // bound both.
         let n = Layout::new(&m("KQvKR")).size as u64;
         assert_eq!(kqkr.disk_bytes, 64 + 16 * n.div_ceil(8192) + n * 3 / 2);
         assert_eq!(without.disk_bytes, 64 + 16 * n.div_ceil(8192) + n * 3 / 4);
         assert!(kqkr.disk_bytes >= 3_118_878 && without.disk_bytes >= 2_020_227);
         // A 4-piece table's blocks stay in memory; a 5-piece table's beyond
-        // 64 MiB are spilled: KBNvKP's 989 MB file spilled 925 MB.
+        // 64 MiB are spilled: at least what KBNvKP's measured file spills.
         assert_eq!(kqkr.spill_bytes, 0);
         let kbnkp = estimate(&m("KBNvKP"), true);
         assert_eq!(
@@ -313,9 +312,9 @@ mod tests {
         assert!(kbnkp.spill_bytes >= 989_071_136 - (64 << 20));
     }
 
-    /// Peak anonymous memory (MiB) of generations by layers
-    /// (`generate_blocks`), format v5 with DTM50, segments in the compact
-    /// log, 2026-11-27 (docs/builtin-generation.md).
+    /// Measured peak anonymous memory (MiB) of generations by layers
+    /// (`generate_blocks`) with DTM50, segments in the compact log
+    /// (docs/builtin-generation.md).
     const MEASURED_MEMORY_MIB: [(&str, u64); 22] = [
         ("KNNNvK", 520),
         ("KNNvKN", 1_178),
@@ -341,7 +340,7 @@ mod tests {
         ("KPPPvK", 476),
     ];
 
-    /// Sizes of the format v5 files (bytes), with DTM50.
+    /// Measured sizes of table files (bytes), with DTM50.
     const MEASURED_FILE: [(&str, u64); 12] = [
         ("KRBvKQ", 125_854_627),
         ("KNNvKN", 606_209),
@@ -359,8 +358,8 @@ mod tests {
 
     /// The memory estimate bounds every measured peak and stays within 60%
     /// above each (how the values fall moves a table's work lists and
-    /// segments, which the index cannot tell: KNNvKN, mostly drawn, is the
-    /// one furthest below).
+    /// segments, which the index cannot tell: a mostly drawn table such as
+    /// KNNvKN lies furthest below).
     #[test]
     fn memory_estimates_bound_the_measurements() {
         for (name, anon_mib) in MEASURED_MEMORY_MIB {
@@ -396,9 +395,9 @@ mod tests {
         assert_eq!(kept("KPvK"), 2);
     }
 
-    /// File sizes depend on the values (KNNvKN and KRBvKQ share their index
-    /// and differ 88-fold), so the estimate bounds them from above; for the
-    /// table that compresses least it stays within 2x (KBNNvK: 1.07x).
+    /// File sizes depend on the values (KNNvKN and KRBvKQ share their index,
+    /// and one file is many times the other), so the estimate bounds them
+    /// from above; for the table that compresses least it stays within 2x.
     #[test]
     fn file_estimates_bound_the_measurements() {
         let mut tightest = f64::INFINITY;

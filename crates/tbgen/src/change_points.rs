@@ -7,8 +7,8 @@
 //! losses, then all its wins: one value at a time, each position at most
 //! once per value, in index order. So they are kept as runs, one per
 //! value, each delta-coded: about two bytes per segment, where the index,
-//! the value and the clock took eight as they were found. KRBNvK has 577
-//! million segments (409 million beyond each position's first).
+//! the value and the clock as found take eight. KRBNvK has 577 million
+//! segments (409 million beyond each position's first).
 //!
 //! The runs are read back block by block when a layer's file blocks are
 //! written, through a checkpoint per [`CHECKPOINT_POSITIONS`] indexes.

@@ -752,8 +752,8 @@ const STALEMATED: u16 = 3 << 2;
 /// The best zeroing move by DTZ50'' of a position, in one byte: a zeroing
 /// move restarts the count, so it is a win or loss in 1 or 101 plies
 /// ([`value::back_zeroing`]), a draw or none; or a marker ([`ILLEGAL`],
-/// [`MATED`], [`STALEMATED`]). A byte per index of the layer where the
-/// value took two (242 MB less for KRBvKQ).
+/// [`MATED`], [`STALEMATED`]). A byte per index of the layer rather than a
+/// whole value's two (242 MB less for KRBvKQ).
 const DTZ_EXITS: [u16; 9] =
     [UNKNOWN, DRAW, value::win(1), value::win(101), value::loss(1), value::loss(101), ILLEGAL, MATED, STALEMATED];
 

@@ -28,9 +28,10 @@ pub mod stats;
 
 use tbformat::{format, index, material, value};
 
-/// Memory for the decoded blocks of the tables a generation looks up (the
-/// cache of a store that has no configured one: `tbserver generate`,
-/// tests), in MiB: the memory estimates count it.
+/// Cache of a store that is not configured (`tbserver generate`, tests)
+/// for a generation's lookups into the tables its captures and promotions
+/// reach, in MiB: the cache that the generation memory estimates
+/// ([`budget`]) are fitted with.
 pub const GENERATION_CACHE_MIB: u64 = 160;
 
 // A block's DTM50 segments are read from a layer's log without decoding

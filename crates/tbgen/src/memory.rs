@@ -32,8 +32,8 @@ fn advise_huge_pages(ptr: *mut u8, bytes: usize) {
 fn advise_huge_pages(_ptr: *mut u8, _bytes: usize) {}
 
 /// The legal positions of a layer, as one bit per index of the layer: an
-/// eighth of a byte per index where a list of them took four bytes per
-/// legal position (557 MB for KRBvKQ), walked in ascending index order.
+/// eighth of a byte per index rather than a list's four bytes per legal
+/// position (557 MB for KRBvKQ), walked in ascending index order.
 pub struct Members {
     base: usize,
     words: Vec<u64>,

@@ -412,8 +412,10 @@ pub fn for_each_neighbour_prefetched<E: Copy>(
 /// can reach: three queens and a king reach at most 3 * 27 + 8 = 89 squares.
 const MAX_NEIGHBOURS: usize = 128;
 
-/// How many entries ahead [`for_each_neighbour_prefetched`] looks: generating
-/// all 3-4-piece tables took 21.1, 21.2 and 21.5 s with 2, 4 and 8.
+/// How many entries ahead [`for_each_neighbour_prefetched`] looks: enough
+/// for the prefetched lines to arrive before their entry is processed;
+/// looking further ahead generates no faster (docs/performance.md) and only
+/// holds more entries.
 const PREFETCH_ENTRIES: usize = 2;
 
 /// Asks for the cache line holding `*p` without waiting for it (a hint: no

@@ -258,8 +258,9 @@ pub fn compute(table: &impl Scan) -> TableStats {
     let layout = table.layout();
     let mut tally = Tally::new(table.has_dtm50());
     for idx in 0..layout.size as u32 {
-        // Asked of the index, not the values: format v4 stores a neighbour's
-        // values at an index no legal position has.
+        // Asked of the index, not the values: a file holds values at indexes
+        // no legal position has (whatever compresses best), so the values
+        // cannot tell an illegal index.
         let Some(pos) = layout.decode(idx) else { continue };
         tally.add(idx, pos.turn, table.values(idx));
     }
