@@ -4,6 +4,19 @@
 //! GitHub's rules for heading anchors). README.md also stays short and free
 //! of dated narrative: at most 260 lines, no ISO date, no issue reference.
 //!
+//! Every page of docs/ describes what is, not how it came to be: at most
+//! 400 lines, and nowhere on it, code blocks included, a date (ISO, written
+//! out like "29 Nov 2026" or "November 29, 2026", or numeric with slashes or
+//! dots), an absolute path into a development machine (`/work/`, `/tmp/`,
+//! `/home/`, `/root/`), a reference to one of the project's issues (`#28`,
+//! `issue 28`) or the narrative of a work session ("helper session", "this
+//! session", "this stop", "closing note", ...). The one exception: in
+//! docs/performance.md, a row of a benchmark table may carry its run's date,
+//! where a benchmark table is a Markdown table outside code blocks whose
+//! header row has a cell reading `date` (any case), and a row is a line
+//! starting with `|` that follows the table's separator line without a line
+//! in between that does not start with `|`.
+//!
 //! Plain Rust, no shared data needed: `cargo test --release --test docs_links`.
 
 use std::{
@@ -12,6 +25,20 @@ use std::{
 };
 
 const README_MAX_LINES: usize = 260;
+
+/// Most lines a page of docs/ may have.
+const PAGE_MAX_LINES: usize = 400;
+
+/// The page whose benchmark tables may carry dates.
+const DATED_PAGE: &str = "performance.md";
+
+/// Absolute paths that only exist on a development machine.
+const MACHINE_PATHS: [&str; 4] = ["/work/", "/tmp/", "/home/", "/root/"];
+
+/// Phrases that tell the story of a work session rather than what is
+/// (compared in lower case).
+const NARRATIVE: [&str; 7] =
+    ["helper session", "this session", "another session", "same session", "this stop", "closing note", "previous session"];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -293,6 +320,138 @@ fn issue_references(text: &str) -> Vec<String> {
     out
 }
 
+/// Month names as dates write them: in full or abbreviated to three
+/// letters (with or without a full stop), capitalised.
+fn is_month(word: &str) -> bool {
+    const MONTHS: [&str; 12] =
+        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    let word = word.strip_suffix('.').unwrap_or(word);
+    MONTHS.iter().any(|m| word == *m || (word.len() == 3 && m.starts_with(word)) || (word == "Sept" && *m == "September"))
+}
+
+/// A year as a date has it: four digits, 1900 to 2099.
+fn is_year(word: &str) -> bool {
+    word.len() == 4 && word.bytes().all(|b| b.is_ascii_digit()) && (word.starts_with("19") || word.starts_with("20"))
+}
+
+/// A day of the month, possibly with its ordinal suffix (`29`, `29th`).
+fn is_day(word: &str) -> bool {
+    let digits = word.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+    let suffix = &word[digits.len()..];
+    (1..=2).contains(&digits.len())
+        && digits.bytes().all(|b| b.is_ascii_digit())
+        && (1..=31).contains(&digits.parse::<u32>().unwrap_or(0))
+        && ["", "st", "nd", "rd", "th"].contains(&suffix)
+}
+
+/// Dates written other than as ISO dates: a month's name followed by a year
+/// (`Nov 2026`, which `29 Nov 2026` contains) or by a day and a year
+/// (`November 29, 2026`), and numeric dates with slashes or dots whose
+/// first or last part is a year (`2026/11/29`, `29.11.2026`).
+fn written_dates(text: &str) -> Vec<String> {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || "|()[]*_`\"'<>;".contains(c))
+        .map(|w| w.trim_end_matches([',', ':', ';', '.']))
+        .filter(|w| !w.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (i, w) in words.iter().enumerate() {
+        if is_month(w) {
+            if let Some(y) = words.get(i + 1).filter(|y| is_year(y)) {
+                out.push(format!("{w} {y}"));
+            } else if let (Some(d), Some(y)) = (words.get(i + 1), words.get(i + 2))
+                && is_day(d)
+                && is_year(y)
+            {
+                out.push(format!("{w} {d} {y}"));
+            }
+        }
+        for sep in ['/', '.'] {
+            let parts: Vec<&str> = w.trim_end_matches('.').split(sep).collect();
+            let numeric = parts.iter().all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let short = |p: &&str| (1..=2).contains(&p.len());
+            if parts.len() == 3
+                && numeric
+                && ((is_year(parts[0]) && parts[1..].iter().all(short)) || (is_year(parts[2]) && parts[..2].iter().all(short)))
+            {
+                out.push((*w).to_owned());
+            }
+        }
+    }
+    out
+}
+
+/// The line numbers (1-based) of the rows of the tables whose header row
+/// has a `date` column, code blocks left out.
+fn dated_table_rows(text: &str) -> BTreeSet<usize> {
+    let prose: BTreeMap<usize, &str> = prose_lines(text).into_iter().collect();
+    let is_row = |n: usize| prose.get(&n).is_some_and(|l| l.trim_start().starts_with('|'));
+    let is_separator = |n: usize| {
+        prose.get(&n).is_some_and(|l| {
+            let l = l.trim();
+            l.starts_with('|') && l.contains('-') && l.chars().all(|c| "|-: ".contains(c))
+        })
+    };
+    let mut rows = BTreeSet::new();
+    for (&n, line) in &prose {
+        if !is_row(n) || !is_separator(n + 1) || (n > 1 && is_row(n - 1)) {
+            continue;
+        }
+        let dated = line.split('|').any(|cell| cell.trim().eq_ignore_ascii_case("date"));
+        if dated {
+            rows.extend((n + 2..).take_while(|&r| is_row(r)));
+        }
+    }
+    rows
+}
+
+/// What keeps a page of docs/ (named `name`, holding `text`) from being
+/// reference documentation, each with its line.
+fn page_problems(name: &str, text: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    let lines = text.lines().count();
+    if lines > PAGE_MAX_LINES {
+        problems.push(format!("{name}: {lines} lines, more than {PAGE_MAX_LINES}"));
+    }
+    let dated_rows = if name == DATED_PAGE { dated_table_rows(text) } else { BTreeSet::new() };
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        if !dated_rows.contains(&n) {
+            let dates: Vec<String> = iso_dates(line).into_iter().chain(written_dates(line)).collect();
+            if !dates.is_empty() {
+                problems.push(format!("{name}:{n}: a date outside a benchmark table: {dates:?}"));
+            }
+        }
+        for path in MACHINE_PATHS.iter().filter(|p| line.contains(*p)) {
+            problems.push(format!("{name}:{n}: a development machine's path {path}"));
+        }
+        let issues = issue_references(line);
+        if !issues.is_empty() {
+            problems.push(format!("{name}:{n}: refers to issues: {issues:?}"));
+        }
+        let lower = line.to_lowercase();
+        for phrase in NARRATIVE.iter().filter(|p| lower.contains(*p)) {
+            problems.push(format!("{name}:{n}: session narrative: {phrase:?}"));
+        }
+    }
+    problems
+}
+
+#[test]
+fn docs_pages_describe_what_is() {
+    let mut problems = Vec::new();
+    let mut pages = 0;
+    for doc in documents().iter().filter(|d| d.parent().is_some_and(|p| p.ends_with("docs"))) {
+        let text = std::fs::read_to_string(doc).unwrap_or_else(|e| panic!("{}: {e}", doc.display()));
+        let name = doc.file_name().expect("a page has a name").to_string_lossy();
+        problems.extend(page_problems(&name, &text));
+        pages += 1;
+    }
+    println!("docs_links: {pages} pages of docs/ checked for dates, paths, issues and narrative, {} problems", problems.len());
+    assert!(pages > 0, "no page of docs/ checked");
+    assert!(problems.is_empty(), "docs/ pages that narrate instead of describe:\n{}", problems.join("\n"));
+}
+
 #[test]
 fn relative_links_resolve() {
     let mut problems = Vec::new();
@@ -380,4 +539,52 @@ fn dates_and_issue_numbers_are_found() {
         ["#14", "#15", "#8", "issue 7", "Issues #8"]
     );
     assert!(issue_references("the issue is 2 plies; #anchor; tissue 4; ## 5 heading").is_empty());
+}
+
+#[test]
+fn written_dates_are_found() {
+    assert_eq!(written_dates("run on 29 Nov 2026, and on November 29, 2026 (Sept. 3rd 2025)"), ["Nov 2026", "November 29 2026", "Sept 3rd 2025"]);
+    assert_eq!(written_dates("2026/11/29 and 29.11.2026, 1/12/2026"), ["2026/11/29", "29.11.2026", "1/12/2026"]);
+    assert!(written_dates("it may 2048 ways; share 1/3; v1.2.3; 127.0.0.1; 4 Mar 12; March 12 moves; 0.25 of 2026").is_empty());
+}
+
+#[test]
+fn a_narrating_page_is_reported() {
+    let page = "\
+# Benchmarks
+
+| case | time | date |
+| --- | ---: | --- |
+| warm | 1 µs | 2026-11-29 |
+
+| case | time |
+| --- | ---: |
+| cold | 2 µs, 2026-11-28 |
+
+Measured on 27 Nov 2026 by a helper session, see issue #28.
+
+```sh
+cd /work/main && cargo bench   # this stop
+```
+";
+    let problems = page_problems(DATED_PAGE, page);
+    let expected = [
+        ":9: a date outside",
+        ":11: a date outside",
+        ":11: refers to issues",
+        ":11: session narrative: \"helper session\"",
+        ":14: a development machine's path /work/",
+        ":14: session narrative: \"this stop\"",
+    ];
+    assert_eq!(problems.len(), expected.len(), "{problems:#?}");
+    for (p, e) in problems.iter().zip(expected) {
+        assert!(p.contains(e), "{p} should contain {e}; all: {problems:#?}");
+    }
+    // Elsewhere than performance.md, a dated table's rows are dates too.
+    let elsewhere = page_problems("other.md", page);
+    assert!(elsewhere.iter().any(|p| p.contains(":5: a date outside")), "{elsewhere:#?}");
+    // A page over the limit.
+    let long = "line\n".repeat(PAGE_MAX_LINES + 1);
+    assert!(page_problems("long.md", &long).iter().any(|p| p.contains("more than 400")));
+    assert!(page_problems("short.md", &"line\n".repeat(PAGE_MAX_LINES)).is_empty());
 }
