@@ -10,13 +10,13 @@ use arrayvec::ArrayVec;
 use tbcache::Recent;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BlockKey {
+pub(crate) struct BlockKey {
     pub file: u32,
     pub side: u8,
     pub block: u64,
 }
 
-pub enum Block {
+pub(crate) enum Block {
     /// WDL nibbles, or DTZ/DTM ranks.
     Bytes(Vec<u8>),
     Layered(LayeredBlock),
@@ -36,7 +36,7 @@ const STRIDE: usize = 64;
 
 /// A decoded block of a changepoint pack: 2-bit states per position (CONST,
 /// SINGLE, DOUBLE, MULTI), then one stream per state.
-pub struct LayeredBlock {
+pub(crate) struct LayeredBlock {
     payload: Vec<u8>,
     positions: usize,
     states: usize,
@@ -130,7 +130,7 @@ impl LayeredBlock {
     }
 
     /// The record of position `p` of the block, its ranks resolved.
-    pub fn record(&self, p: usize, eb: usize, bitmap_bytes: usize, ranks: &[u16]) -> FileResult<Record> {
+    pub(crate) fn record(&self, p: usize, eb: usize, bitmap_bytes: usize, ranks: &[u16]) -> FileResult<Record> {
         if p >= self.positions {
             return Err("position outside its block".into());
         }
@@ -215,7 +215,7 @@ pub struct CacheStats {
 }
 
 /// Decoded blocks of all chesstb tables, weighed by their bytes.
-pub struct BlockCache {
+pub(crate) struct BlockCache {
     cache: moka::sync::Cache<BlockKey, Arc<Block>>,
     pub stats: Arc<CacheStats>,
     /// Tells this cache's entries in the per-thread memo from another's;
@@ -247,7 +247,7 @@ impl BlockCache {
         BlockCache { cache, stats, id: NEXT.fetch_add(1, Ordering::Relaxed) }
     }
 
-    pub fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
+    pub(crate) fn get(&self, key: &BlockKey) -> Option<Arc<Block>> {
         let recent = RECENT_BLOCKS.with_borrow(|r| r.find(self.id, key).map(Arc::clone));
         let hit = recent.or_else(|| {
             let b = self.cache.get(key)?;
@@ -263,7 +263,7 @@ impl BlockCache {
         RECENT_BLOCKS.with_borrow_mut(|r| r.remember(self.id, key, Arc::clone(block)));
     }
 
-    pub fn insert(&self, key: BlockKey, block: Block) -> Arc<Block> {
+    pub(crate) fn insert(&self, key: BlockKey, block: Block) -> Arc<Block> {
         let block = Arc::new(block);
         self.cache.insert(key, Arc::clone(&block));
         self.remember(key, &block);
@@ -271,18 +271,18 @@ impl BlockCache {
     }
 
     /// Bytes held now (approximate: moka applies changes in batches).
-    pub fn weighted_bytes(&self) -> u64 {
+    pub(crate) fn weighted_bytes(&self) -> u64 {
         self.cache.run_pending_tasks();
         self.cache.weighted_size()
     }
 }
 
 /// A problem with a file or one of its blocks.
-pub type FileResult<T> = Result<T, String>;
+pub(crate) type FileResult<T> = Result<T, String>;
 
 /// A position's record in a changepoint pack.
 #[derive(Debug, Clone)]
-pub struct Record {
+pub(crate) struct Record {
     /// Pack index at which each segment starts (the first at 0), and its
     /// stored value; a trailing DRAW segment has no value.
     pub starts: arrayvec::ArrayVec<u8, 101>,
@@ -298,7 +298,7 @@ impl Record {
     }
 
     /// Where the record turns DRAW, 0 if it never does.
-    pub fn draw_flip(&self) -> u8 {
+    pub(crate) fn draw_flip(&self) -> u8 {
         if self.draw_end { *self.starts.last().unwrap_or(&0) } else { 0 }
     }
 }

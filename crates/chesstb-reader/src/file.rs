@@ -34,7 +34,7 @@ impl Kind {
         }
     }
 
-    pub fn from_extension(ext: &str) -> Option<Kind> {
+    pub(crate) fn from_extension(ext: &str) -> Option<Kind> {
         Kind::ALL.into_iter().find(|k| k.extension() == ext)
     }
 
@@ -55,7 +55,7 @@ impl Kind {
 
     /// Layers of a pack: DTM50 has plain DTM and clocks 0–99, DTC the DTZ row
     /// and 29 push budgets.
-    pub fn layers(self) -> usize {
+    pub(crate) fn layers(self) -> usize {
         match self {
             Kind::Dtm50 => 101,
             Kind::Dtc => 30,
@@ -153,7 +153,7 @@ impl MonoVec {
 
 /// One side to move's part of a file.
 #[derive(Debug)]
-pub enum FrameData {
+pub(crate) enum FrameData {
     /// One stored value for every position.
     Singular(u8),
     /// Left out by chesstb's `shrink`: rebuilt by a one-ply search.
@@ -162,7 +162,7 @@ pub enum FrameData {
 }
 
 #[derive(Debug)]
-pub struct Frame {
+pub(crate) struct Frame {
     pub data: FrameData,
     /// Only losses are priced; wins are rebuilt by a one-ply search.
     pub loss_only: bool,
@@ -172,7 +172,7 @@ pub struct Frame {
 }
 
 #[derive(Debug)]
-pub struct Stored {
+pub(crate) struct Stored {
     pub layout: Layout,
     entry_bytes: usize,
     /// Bytes per block (WDL, DTZ, DTM) or positions per block (packs).
@@ -188,7 +188,7 @@ pub struct Stored {
 }
 
 /// An opened, memory-mapped table file.
-pub struct TableFile {
+pub(crate) struct TableFile {
     pub id: u32,
     pub kind: Kind,
     pub name: String,
@@ -225,12 +225,12 @@ impl TableFile {
         Ok(TableFile { id, kind, name, map, index, frames, closed: Default::default() })
     }
 
-    pub fn bytes(&self) -> &[u8] {
+    pub(crate) fn bytes(&self) -> &[u8] {
         &self.map
     }
 
     /// Bytes per stored rank of a frame (1 for singular or dropped frames).
-    pub fn entry_bytes(&self, side: usize) -> usize {
+    pub(crate) fn entry_bytes(&self, side: usize) -> usize {
         match &self.frames[side].data {
             FrameData::Stored(s) => s.entry_bytes,
             _ => 1,
@@ -238,7 +238,7 @@ impl TableFile {
     }
 
     /// Whether the trailing XXH64 matches (chesstb seeds it with 0xf0f0f0f0f0f0).
-    pub fn checksum_ok(&self) -> bool {
+    pub(crate) fn checksum_ok(&self) -> bool {
         let b = self.bytes();
         if b.len() < 8 {
             return false;
@@ -250,7 +250,7 @@ impl TableFile {
     /// The raw stored code (WDL) or rank value (others) of a non-layered
     /// frame at `idx`. `None`: the position is in a skipped (all-draw or
     /// illegal) block.
-    pub fn read_plain(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<u16>> {
+    pub(crate) fn read_plain(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<u16>> {
         let s = match &self.frames[side].data {
             FrameData::Singular(v) => return Ok(Some(*v as u16)),
             FrameData::Dropped => return Err("read from a dropped frame".into()),
@@ -280,7 +280,7 @@ impl TableFile {
 
     /// A changepoint record of a pack at `idx`; `None` for a skipped block
     /// or a singular (all-draw) frame.
-    pub fn read_record(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<Record>> {
+    pub(crate) fn read_record(&self, cache: &BlockCache, side: usize, idx: u64) -> FileResult<Option<Record>> {
         let s = match &self.frames[side].data {
             FrameData::Singular(_) => return Ok(None),
             FrameData::Dropped => return Err("read from a dropped frame".into()),

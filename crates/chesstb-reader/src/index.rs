@@ -9,7 +9,7 @@ use arrayvec::ArrayVec;
 use super::material::{TableMaterial, canonical_pair, pair_number};
 
 /// Squares a1 = 0, b1 = 1, …, h8 = 63 (as in shakmaty).
-pub type Sq = u8;
+pub(crate) type Sq = u8;
 
 const fn file(s: Sq) -> u8 {
     s & 7
@@ -247,7 +247,7 @@ struct Class {
 /// A position oriented to the table's colours: white is the side named
 /// first in the file name.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Placement {
+pub(crate) struct Placement {
     pub kings: [Sq; 2],
     /// `[colour][role]`, roles in [`ROLES`] order, squares in any order.
     pub pieces: [[ArrayVec<Sq, 8>; 5]; 2],
@@ -255,7 +255,7 @@ pub struct Placement {
 
 /// The index of one material (both frames share it; only the order of the
 /// classes differs, see [`Layout`]).
-pub struct IndexConfig {
+pub(crate) struct IndexConfig {
     dihedral: bool,
     classes: ArrayVec<Class, 8>,
     /// Native weights (products of the table sizes before each class), used
@@ -328,7 +328,7 @@ impl IndexConfig {
 
     /// The class order of permutation number `perm` (factorial number
     /// system over the native order), or `None` if out of range.
-    pub fn layout(&self, perm: u32) -> Option<Layout> {
+    pub(crate) fn layout(&self, perm: u32) -> Option<Layout> {
         let n = self.classes.len();
         let factorial = |k: usize| (1..=k as u32).product::<u32>();
         if perm >= factorial(n) {
@@ -360,7 +360,7 @@ impl IndexConfig {
 
     /// The index with the pieces it is made of: what tests compare with
     /// chesstb's own indexing.
-    pub fn index_parts(&self, layout: &Layout, p: &Placement) -> Option<IndexParts> {
+    pub(crate) fn index_parts(&self, layout: &Layout, p: &Placement) -> Option<IndexParts> {
         let [wk, bk] = p.kings;
         if wk >= 64 || bk >= 64 || wk == bk || adjacent(wk, bk) {
             return None;

@@ -110,9 +110,9 @@ use shakmaty::{Chess, Position};
 
 use tbcache::Recent;
 
-pub use cache::CacheStats;
+pub(crate) use cache::CacheStats;
 pub use file::Kind;
-pub use index::IndexParts;
+pub(crate) use index::IndexParts;
 pub use material::TableMaterial;
 pub use probe::{Class, Conversion, Mate, Values};
 pub use rebuilt::RebuiltStats;

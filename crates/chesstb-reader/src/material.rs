@@ -3,7 +3,7 @@
 use shakmaty::{Board, Color, Role};
 
 /// Non-king roles in the order of a name: queen, rook, bishop, knight, pawn.
-pub const ROLES: [Role; 5] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn];
+pub(crate) const ROLES: [Role; 5] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn];
 const LETTERS: [char; 5] = ['Q', 'R', 'B', 'N', 'P'];
 /// chesstb's strength for choosing the side named first.
 const STRENGTH: [u32; 5] = [900, 500, 330, 320, 100];
@@ -21,7 +21,7 @@ pub struct TableMaterial {
     pub pair: bool,
 }
 
-pub fn role_index(role: Role) -> Option<usize> {
+pub(crate) fn role_index(role: Role) -> Option<usize> {
     ROLES.iter().position(|&r| r == role)
 }
 
@@ -77,7 +77,7 @@ impl TableMaterial {
         self.pair || self.counts[0][4] + self.counts[1][4] > 0
     }
 
-    pub fn is_symmetric(&self) -> bool {
+    pub(crate) fn is_symmetric(&self) -> bool {
         self.counts[0] == self.counts[1]
     }
 

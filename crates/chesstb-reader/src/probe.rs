@@ -45,7 +45,7 @@ impl Class {
             _ => return None,
         })
     }
-    pub fn invert(self) -> Class {
+    pub(crate) fn invert(self) -> Class {
         match self {
             Class::Loss => Class::Win,
             Class::BlessedLoss => Class::CursedWin,

@@ -83,7 +83,7 @@ impl<V: Clone> RebuiltCache<V> {
         RebuiltCache { answers: SetCache::with_max_bytes(max_bytes), stats: Arc::default() }
     }
 
-    pub fn get(&self, pos: &Chess, what: What) -> Option<V> {
+    pub(crate) fn get(&self, pos: &Chess, what: What) -> Option<V> {
         if self.answers.is_empty() {
             return None;
         }
@@ -94,7 +94,7 @@ impl<V: Clone> RebuiltCache<V> {
         hit
     }
 
-    pub fn insert(&self, pos: &Chess, what: What, value: V) {
+    pub(crate) fn insert(&self, pos: &Chess, what: What, value: V) {
         if self.answers.is_empty() {
             return;
         }

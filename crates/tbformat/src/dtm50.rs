@@ -43,7 +43,7 @@ impl Segment {
     }
 
     #[inline]
-    pub const fn unpack(v: u32) -> Segment {
+    pub(crate) const fn unpack(v: u32) -> Segment {
         Segment { value: v as u16, max_clock: (v >> 16) as u8 & 0x7f }
     }
 }

@@ -44,7 +44,7 @@ pub const MAX_MEN: usize = 5;
 pub type Squares = [u8; MAX_MEN];
 
 #[inline]
-pub fn transpose(sq: u8) -> u8 {
+pub(crate) fn transpose(sq: u8) -> u8 {
     ((sq & 7) << 3) | (sq >> 3)
 }
 
@@ -141,9 +141,10 @@ pub fn attacks_of(sq: Square, piece: Piece, occupied: Bitboard) -> Bitboard {
 const NO_PAIR: u16 = u16::MAX;
 
 /// Pawnless king pairs (white king in the triangle, the diagonal resolved).
-pub const PAWNLESS_KING_PAIRS: u32 = 462;
+#[cfg(test)]
+const PAWNLESS_KING_PAIRS: u32 = 462;
 /// King pairs with pawns (white king on files a–d).
-pub const PAWN_KING_PAIRS: u32 = 1806;
+pub(crate) const PAWN_KING_PAIRS: u32 = 1806;
 
 /// The king pairs of one kind of table, numbered in square order (white
 /// king, then black king).

@@ -62,7 +62,7 @@ impl Material {
     }
 
     /// The same material with colours swapped.
-    pub fn flipped(&self) -> Material {
+    pub(crate) fn flipped(&self) -> Material {
         Material { white: self.black.clone(), black: self.white.clone() }
     }
 

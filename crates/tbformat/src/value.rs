@@ -49,7 +49,7 @@ pub fn signed_plies(v: u16) -> i32 {
 /// Orders values from the mover's point of view: quicker wins, then draws,
 /// then slower losses.
 #[inline]
-pub fn score(v: u16) -> i32 {
+pub(crate) fn score(v: u16) -> i32 {
     match v & 3 {
         WIN => 1_000_000 - plies(v) as i32,
         LOSS => -1_000_000 + plies(v) as i32,

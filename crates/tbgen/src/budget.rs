@@ -196,12 +196,12 @@ pub fn available_memory(cap_bytes: Option<u64>, reserved_bytes: u64) -> Option<R
 /// and `MemAvailable`), for the check a generation makes as it goes: its
 /// estimate is checked before it starts, but DTM50's change points are
 /// not in the estimate (see [`dtm50_memory_check`]).
-pub fn system_memory_room() -> Option<Room> {
+pub(crate) fn system_memory_room() -> Option<Room> {
     Room::least([cgroup_memory_room(), mem_available()].into_iter().flatten())
 }
 
 /// Memory a generation keeps free while DTM50's analysis grows.
-pub const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
+pub(crate) const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
 
 /// The check a generation makes after each distance of DTM50's analysis,
 /// whose segments take `log_bytes` so far: an error, naming the room, once

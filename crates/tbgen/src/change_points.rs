@@ -18,11 +18,11 @@ use std::ops::Range;
 /// Indexes per checkpoint of a run: a range starting on a multiple of it
 /// is found without decoding anything before it (the file's blocks are as
 /// long, which `format` asserts).
-pub const CHECKPOINT_POSITIONS: u32 = 8192;
+pub(crate) const CHECKPOINT_POSITIONS: u32 = 8192;
 
 /// The segments of one layer, by index less the layer's first.
 #[derive(Default)]
-pub struct ChangeLog {
+pub(crate) struct ChangeLog {
     runs: Vec<Run>,
 }
 
@@ -46,7 +46,7 @@ impl ChangeLog {
     /// Logs the positions that have a segment of `value`, with its last
     /// clock, by ascending index (the analysis walks its lists in index
     /// order anyway). Each value comes once, after the earlier ones.
-    pub fn push_run(&mut self, value: u16, points: impl IntoIterator<Item = (u32, u8)>) {
+    pub(crate) fn push_run(&mut self, value: u16, points: impl IntoIterator<Item = (u32, u8)>) {
         let mut run = Run { value, bytes: Vec::new(), checkpoints: Vec::new() };
         let (mut checkpoint, mut prev) = (u32::MAX, 0);
         for (j, clock) in points {
@@ -68,7 +68,7 @@ impl ChangeLog {
     }
 
     /// Memory the log holds, in bytes.
-    pub fn heap_bytes(&self) -> usize {
+    pub(crate) fn heap_bytes(&self) -> usize {
         let runs: usize = self.runs.iter().map(|r| r.bytes.capacity() + 8 * r.checkpoints.capacity()).sum();
         runs + size_of::<Run>() * self.runs.capacity()
     }
@@ -76,7 +76,7 @@ impl ChangeLog {
     /// Calls `f(j, value, clock)` for every segment of positions in
     /// `range`: run by run in the order they were logged, within a run by
     /// index.
-    pub fn for_each_in(&self, range: Range<u32>, mut f: impl FnMut(u32, u16, u8)) {
+    pub(crate) fn for_each_in(&self, range: Range<u32>, mut f: impl FnMut(u32, u16, u8)) {
         for run in &self.runs {
             let first = range.start / CHECKPOINT_POSITIONS;
             let mut k = run.checkpoints.partition_point(|&(c, _)| c < first);

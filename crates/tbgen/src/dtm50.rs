@@ -61,13 +61,13 @@ impl Builder {
     }
 
     /// Memory the segments found so far take, in bytes.
-    pub fn log_bytes(&self) -> usize {
+    pub(crate) fn log_bytes(&self) -> usize {
         self.log.heap_bytes()
     }
 
     /// The layer's segments; `members` are the layer's legal positions,
     /// those of them without a segment drawn at every clock.
-    pub fn finish(self, members: &Members) -> Dtm50Layer {
+    pub(crate) fn finish(self, members: &Members) -> Dtm50Layer {
         let mut inline = filled(self.span, UNKNOWN as u32);
         for idx in members.iter() {
             inline[idx as usize - self.base] = DRAW as u32;
@@ -92,7 +92,7 @@ impl Builder {
 /// segments in the compact log they were found in. Cut into [`Dtm50Data`]
 /// a block at a time, so that the layer's segments are never held
 /// uncompressed at once.
-pub struct Dtm50Layer {
+pub(crate) struct Dtm50Layer {
     inline: Vec<u32>,
     log: ChangeLog,
 }
@@ -139,7 +139,7 @@ impl Dtm50Slices for Dtm50Layer {
 impl Dtm50Layer {
     /// The whole layer's data (tests, and tables small enough to be
     /// generated whole).
-    pub fn to_data(&self) -> Dtm50Data {
+    pub(crate) fn to_data(&self) -> Dtm50Data {
         self.slice(0..self.inline.len())
     }
 }
@@ -152,7 +152,7 @@ const MATED: i8 = DRAW_CLOCK as i8;
 /// Per-position working state of the analysis, reused across layers: one
 /// word per position, so that each un-move costs one random memory access
 /// rather than one per array (the analysis is bound by those accesses).
-pub struct Scratch {
+pub(crate) struct Scratch {
     state: Vec<State>,
     /// Per lost position, the least clock of its predecessors in play when
     /// it was last un-moved ([`NOT_UNMOVED`] before that): their clocks
@@ -310,19 +310,19 @@ fn raised(s: State, clock: i8, stamp: u32) -> Option<State> {
 
 /// Whether the analysis may go on, given the bytes its segments take so
 /// far (see [`super::budget::dtm50_memory_check`]).
-pub type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
+pub(crate) type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
 
 /// Tables being generated in this process (counted by
 /// [`super::generate::generate_blocks`]): while there are as many as the
 /// thread pool has threads, each keeps a thread busy, and a table's DTM50
 /// sharing its work lists would only add atomic changes of words.
-pub static GENERATING: AtomicUsize = AtomicUsize::new(0);
+pub(crate) static GENERATING: AtomicUsize = AtomicUsize::new(0);
 
 /// When a distance's work lists are shared between threads: once `on` is
 /// set, those of at least `min_len` entries, in chunks of `chunk`; with
 /// `when_idle`, only while fewer tables are being generated
 /// ([`GENERATING`]) than the pool has threads.
-pub struct Sharing {
+pub(crate) struct Sharing {
     pub on: AtomicBool,
     min_len: usize,
     chunk: usize,
@@ -332,14 +332,14 @@ pub struct Sharing {
 impl Sharing {
     /// Long lists only (most are short, and all of small tables'): a
     /// shorter one is not worth the tasks and the atomic changes of words.
-    pub fn long_lists(on: bool) -> Sharing {
+    pub(crate) fn long_lists(on: bool) -> Sharing {
         Sharing { on: AtomicBool::new(on), min_len: 1 << 15, chunk: 1 << 13, when_idle: true }
     }
 
     /// Every list of more than a few entries, in small chunks: for tests of
     /// words changed by several threads at once.
     #[cfg(test)]
-    pub fn eager() -> Sharing {
+    pub(crate) fn eager() -> Sharing {
         Sharing { on: AtomicBool::new(true), min_len: 64, chunk: 32, when_idle: false }
     }
 
@@ -394,7 +394,7 @@ impl Scratch {
 
 /// A layer ready to be solved: its members' working state is set up, and
 /// the move counters it was set up from may be reused.
-pub struct Prepared<'a> {
+pub(crate) struct Prepared<'a> {
     /// The layer's first index: the scratch words and `exit` are by index
     /// less `base`.
     base: usize,
@@ -414,7 +414,7 @@ pub struct Prepared<'a> {
 /// (copied into the working state). `terminal`, `exit`,
 /// `counter` and the scratch words are by index less `base`, the layer's
 /// first.
-pub fn prepare_layer<'a>(
+pub(crate) fn prepare_layer<'a>(
     members: &'a Members,
     base: usize,
     counter: &[u8],
@@ -457,7 +457,7 @@ pub fn prepare_layer<'a>(
 /// recorded in one thread. Returns the seconds spent on shared lists, or
 /// the error `memory` gives (called after each distance with the bytes of
 /// the segments found so far).
-pub fn solve_layer(
+pub(crate) fn solve_layer(
     l: &Layout,
     prepared: Prepared,
     scratch: &mut Scratch,

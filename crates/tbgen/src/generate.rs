@@ -400,7 +400,7 @@ fn last_readers(l: &Layout, order: &[usize]) -> Vec<Option<usize>> {
 /// The most solved layers [`generate_blocks`] keeps at once while it
 /// solves a layer (the layers that layer and later ones push into): 0
 /// without pawns, 2 with one pawn.
-pub fn most_kept_layers(l: &Layout) -> usize {
+pub(crate) fn most_kept_layers(l: &Layout) -> usize {
     let order = l.layer_order();
     let last_reader = last_readers(l, &order);
     (0..order.len())

@@ -7,7 +7,7 @@
 
 /// A vector of `len` copies of `value`, backed by huge pages where the
 /// system offers them (elsewhere an ordinary vector).
-pub fn filled<T: Copy>(len: usize, value: T) -> Vec<T> {
+pub(crate) fn filled<T: Copy>(len: usize, value: T) -> Vec<T> {
     let mut v = Vec::with_capacity(len);
     advise_huge_pages(v.as_mut_ptr() as *mut u8, len * size_of::<T>());
     v.resize(len, value);
@@ -34,7 +34,7 @@ fn advise_huge_pages(_ptr: *mut u8, _bytes: usize) {}
 /// The legal positions of a layer, as one bit per index of the layer: an
 /// eighth of a byte per index rather than a list's four bytes per legal
 /// position (557 MB for KRBvKQ), walked in ascending index order.
-pub struct Members {
+pub(crate) struct Members {
     base: usize,
     words: Vec<u64>,
     count: usize,
@@ -57,16 +57,12 @@ impl Members {
         Members { base, words, count }
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.count
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.count == 0
-    }
-
     /// The members, ascending.
-    pub fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u32> + '_ {
         let base = self.base;
         self.words.iter().enumerate().flat_map(move |(w, &word)| {
             let mut rest = word;

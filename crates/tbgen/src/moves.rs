@@ -55,7 +55,7 @@ fn with_square(sq: Squares, i: usize, to: u8) -> Squares {
 
 /// Calls `f` for every legal move of `p` (a legal position of layout `l`).
 /// En passant is not generated: table positions carry no en-passant rights.
-pub fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
+pub(crate) fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
     let legal = moves::<true>(l, p, f);
     debug_assert!(legal.is_some(), "moves of an illegal position");
 }
@@ -65,7 +65,7 @@ pub fn for_each_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) {
 /// number of symmetries that fix the position it leads to (as
 /// [`Layout::symmetry_count`]). `None`, without calling `f`, if `p` is
 /// illegal: the side not to move in check.
-pub fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> Option<u32> {
+pub(crate) fn for_each_zeroing_move(l: &Layout, p: &Pos, f: impl FnMut(Succ)) -> Option<u32> {
     moves::<false>(l, p, f)
 }
 
@@ -239,13 +239,14 @@ fn moves<const QUIET: bool>(l: &Layout, p: &Pos, mut f: impl FnMut(Succ)) -> Opt
 /// non-zeroing move (a non-pawn piece of the side that just moved steps back
 /// to an empty square). `r` must be canonical (decoded from its index). The
 /// predecessor has the other side to move.
-pub fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
+#[cfg(test)]
+fn for_each_unmove(l: &Layout, r: &Pos, f: impl FnMut(usize)) {
     Neighbours::Unmoves.for_each(l, r, None, f);
 }
 
 /// Calls `f` with the index of every position a legal non-zeroing move of
 /// `p` leads to. `p` must be canonical.
-pub fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
+pub(crate) fn for_each_quiet_child(l: &Layout, p: &Pos, f: impl FnMut(usize)) {
     Neighbours::QuietChildren.for_each(l, p, None, f);
 }
 
@@ -338,7 +339,7 @@ fn piece_steps(l: &Layout, sq: &Squares, mover: Color, turn: Color, raw: Option<
 
 /// Which positions [`for_each_neighbour_prefetched`] finds for an entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Neighbours {
+pub(crate) enum Neighbours {
     /// Its predecessors, as [`for_each_unmove`].
     Unmoves,
     /// The positions its quiet moves lead to, as [`for_each_quiet_child`].
@@ -366,7 +367,7 @@ impl Neighbours {
 /// the entry (with all its neighbours' indexes). `f` sees the entries in
 /// order; `index` gives each entry's position index.
 #[inline(always)]
-pub fn for_each_neighbour_prefetched<E: Copy>(
+pub(crate) fn for_each_neighbour_prefetched<E: Copy>(
     l: &Layout,
     which: Neighbours,
     entries: impl IntoIterator<Item = E>,
@@ -421,7 +422,7 @@ const PREFETCH_ENTRIES: usize = 2;
 /// Asks for the cache line holding `*p` without waiting for it (a hint: no
 /// access is made, so any address will do).
 #[inline(always)]
-pub fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     #[allow(unused_unsafe)]
     // SAFETY: a prefetch never faults and reads nothing.

@@ -18,7 +18,12 @@ const SMALL: usize = 1 << 10;
 /// Sorts `v` by `key`, stably, where every key is in `keys` (a layer's
 /// indexes: two passes up to 2^24 of them). `scratch` is reused between
 /// calls (its contents do not matter); `v` and `scratch` may trade buffers.
-pub fn sort_by_index<T: Copy>(v: &mut Vec<T>, scratch: &mut Vec<T>, keys: Range<usize>, key: impl Fn(&T) -> u32) {
+pub(crate) fn sort_by_index<T: Copy>(
+    v: &mut Vec<T>,
+    scratch: &mut Vec<T>,
+    keys: Range<usize>,
+    key: impl Fn(&T) -> u32,
+) {
     // One look, which stops at the first key out of order, spares a list
     // in order already its passes: DTM50's losses are found in index order.
     if v.is_sorted_by_key(&key) {

@@ -79,7 +79,7 @@ impl BlockStash {
     /// Stores block `b`. A block that cannot be spilled (a full disk) is
     /// held instead: the table's own write will then fail too, and the
     /// store decides whether to serve it from memory.
-    pub fn put(&mut self, b: usize, block: Encoded) {
+    pub(crate) fn put(&mut self, b: usize, block: Encoded) {
         debug_assert!(matches!(self.slots[b], Slot::Missing), "block {b} stored twice");
         let entry = block.index_entry();
         if self.held_bytes + entry.frames_bytes() > self.max_held_bytes && self.spill_failed.is_none() {
@@ -118,12 +118,13 @@ impl BlockStash {
     }
 
     /// Whether every block is stored.
-    pub fn is_complete(&self) -> bool {
+    pub(crate) fn is_complete(&self) -> bool {
         self.slots.iter().all(|s| !matches!(s, Slot::Missing))
     }
 
     /// Bytes of blocks spilled to disk.
-    pub fn spilled_bytes(&self) -> u64 {
+    #[cfg(test)]
+    fn spilled_bytes(&self) -> u64 {
         self.spill.as_ref().map_or(0, |s| s.len)
     }
 

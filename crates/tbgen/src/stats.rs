@@ -40,7 +40,7 @@ pub trait Scan {
 
 /// Bumped when the meaning or shape of the statistics changes: a sidecar of
 /// another version is computed again.
-pub const STATS_VERSION: u32 = 1;
+pub(crate) const STATS_VERSION: u32 = 1;
 
 /// Statistics of one table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -197,7 +197,7 @@ impl Tally {
     /// Counts the legal position `idx`, `turn` to move, with its DTZ50'',
     /// DTM and DTM50 at clock 0 (ignored without DTM50).
     #[inline]
-    pub fn add(&mut self, idx: u32, turn: Color, [dtz, dtm, dtm50]: [u16; 3]) {
+    pub(crate) fn add(&mut self, idx: u32, turn: Color, [dtz, dtm, dtm50]: [u16; 3]) {
         let side = &mut self.sides[side_index(turn)];
         side.categories[category(dtz)] += 1;
         side.dtz.add(dtz, idx);
@@ -208,7 +208,7 @@ impl Tally {
     }
 
     /// Adds the counts of `o` (other positions of the same table).
-    pub fn add_tally(&mut self, o: &Tally) {
+    pub(crate) fn add_tally(&mut self, o: &Tally) {
         for (a, b) in self.sides.iter_mut().zip(&o.sides) {
             for (x, y) in a.categories.iter_mut().zip(&b.categories) {
                 *x += y;
@@ -301,7 +301,7 @@ fn fen_of(table: &impl Scan, idx: u32) -> String {
 }
 
 /// Where the statistics of the table at `table_path` are kept.
-pub fn sidecar_path(table_path: &Path) -> PathBuf {
+pub(crate) fn sidecar_path(table_path: &Path) -> PathBuf {
     table_path.with_extension("stats.json")
 }
 
@@ -352,16 +352,6 @@ fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     std::fs::write(&tmp, bytes)
         .and_then(|()| std::fs::rename(&tmp, path))
         .inspect_err(|_| drop(std::fs::remove_file(&tmp)))
-}
-
-/// After `tbserver convert` rewrote the table at `table_path` with the same
-/// values: statistics stored for the old file (header checksum
-/// `old_crc32`) are marked as the new file's (`new_crc32`) rather than left
-/// to be computed again, which decodes every block.
-pub fn carry_over(table_path: &Path, material: &Material, old_crc32: u32, new_crc32: u32) {
-    if let Some(stats) = read_sidecar_of(table_path, material, old_crc32) {
-        write_sidecar(table_path, &TableStats { table_crc32: new_crc32, ..stats });
-    }
 }
 
 /// The stored statistics, or computed (and stored) if there are none.
