@@ -1,0 +1,103 @@
+//! The workspace's crates depend on each other in one direction, and the
+//! lower ones stay free of the service's machinery, as `cargo metadata`
+//! reports them (normal dependencies; dev-dependencies may differ):
+//!
+//! - `tbcache` and `tbformat` depend on no crate of the workspace;
+//! - `tbgen` on `tbformat` only, `chesstb-reader` on `tbcache` only;
+//! - the format (`tbformat`) pulls in none of tokio, rayon, axum, utoipa or
+//!   hyper, the generator (`tbgen`) none of axum, utoipa, hyper or tokio,
+//!   and the chesstb reader and the caches none of tokio, axum, utoipa or
+//!   hyper, directly or through another crate.
+//!
+//! Plain Rust, no shared data needed: `cargo test --release --test workspace`.
+
+use std::{
+    collections::{BTreeMap, BTreeSet},
+    process::Command,
+};
+
+use serde_json::Value;
+
+/// Each package of the resolved graph with the packages its normal
+/// dependencies resolve to, by name.
+fn graph() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let out = Command::new(cargo)
+        .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
+        .output()
+        .expect("cargo metadata runs");
+    assert!(out.status.success(), "cargo metadata: {}", String::from_utf8_lossy(&out.stderr));
+    let meta: Value = serde_json::from_slice(&out.stdout).expect("cargo metadata prints JSON");
+    let name_of: BTreeMap<&str, &str> = meta["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
+        .collect();
+    let members: BTreeSet<String> =
+        meta["workspace_members"].as_array().unwrap().iter().map(|id| name_of[id.as_str().unwrap()].to_owned()).collect();
+    let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for node in meta["resolve"]["nodes"].as_array().unwrap() {
+        let name = name_of[node["id"].as_str().unwrap()].to_owned();
+        let normal = node["deps"].as_array().unwrap().iter().filter(|d| {
+            d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].is_null() || k["kind"] == "build")
+        });
+        let entry = deps.entry(name).or_default();
+        entry.extend(normal.map(|d| name_of[d["pkg"].as_str().unwrap()].to_owned()));
+    }
+    (deps, members)
+}
+
+/// Every package `name` depends on, directly or not.
+fn closure(deps: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<String> {
+    let mut seen = BTreeSet::new();
+    let mut todo = vec![name.to_owned()];
+    while let Some(n) = todo.pop() {
+        for d in deps.get(&n).into_iter().flatten() {
+            if seen.insert(d.clone()) {
+                todo.push(d.clone());
+            }
+        }
+    }
+    seen
+}
+
+#[test]
+fn workspace_crates_depend_on_each_other_in_one_direction() {
+    let (deps, members) = graph();
+    let expected: [(&str, &[&str]); 5] = [
+        ("tbcache", &[]),
+        ("tbformat", &[]),
+        ("tbgen", &["tbformat"]),
+        ("chesstb-reader", &["tbcache"]),
+        ("tbserver", &["chesstb-reader", "tbcache", "tbformat", "tbgen"]),
+    ];
+    assert_eq!(members, expected.iter().map(|(n, _)| n.to_string()).collect(), "the workspace's members");
+    for (name, within) in expected {
+        let direct: BTreeSet<&str> =
+            deps[name].iter().map(String::as_str).filter(|d| members.contains(*d)).collect();
+        assert_eq!(direct, within.iter().copied().collect(), "{name}'s dependencies inside the workspace");
+    }
+    println!("{} workspace crates, dependencies one way", members.len());
+}
+
+#[test]
+fn lower_crates_pull_in_none_of_the_service_machinery() {
+    let (deps, _) = graph();
+    let forbidden: [(&str, &[&str]); 4] = [
+        ("tbformat", &["tokio", "rayon", "axum", "utoipa", "hyper"]),
+        ("tbgen", &["axum", "utoipa", "hyper", "tokio"]),
+        ("chesstb-reader", &["tokio", "axum", "utoipa", "hyper"]),
+        ("tbcache", &["tokio", "rayon", "axum", "utoipa", "hyper"]),
+    ];
+    for (name, names) in forbidden {
+        let all = closure(&deps, name);
+        let found: Vec<&&str> = names.iter().filter(|n| all.contains(**n)).collect();
+        assert!(found.is_empty(), "{name} depends on {found:?} (directly or through {all:?})");
+        println!("{name}: {} crates below it, none of {names:?}", all.len());
+    }
+    // The check can fail: the service does pull them in.
+    let service = closure(&deps, "tbserver");
+    assert!(["tokio", "axum", "utoipa", "hyper", "rayon"].iter().all(|n| service.contains(*n)));
+}
