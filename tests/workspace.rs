@@ -35,14 +35,19 @@ fn graph() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
         .iter()
         .map(|p| (p["id"].as_str().unwrap(), p["name"].as_str().unwrap()))
         .collect();
-    let members: BTreeSet<String> =
-        meta["workspace_members"].as_array().unwrap().iter().map(|id| name_of[id.as_str().unwrap()].to_owned()).collect();
+    let members: BTreeSet<String> = meta["workspace_members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|id| name_of[id.as_str().unwrap()].to_owned())
+        .collect();
     let mut deps: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for node in meta["resolve"]["nodes"].as_array().unwrap() {
         let name = name_of[node["id"].as_str().unwrap()].to_owned();
-        let normal = node["deps"].as_array().unwrap().iter().filter(|d| {
-            d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].is_null() || k["kind"] == "build")
-        });
+        let normal =
+            node["deps"].as_array().unwrap().iter().filter(|d| {
+                d["dep_kinds"].as_array().unwrap().iter().any(|k| k["kind"].is_null() || k["kind"] == "build")
+            });
         let entry = deps.entry(name).or_default();
         entry.extend(normal.map(|d| name_of[d["pkg"].as_str().unwrap()].to_owned()));
     }
@@ -75,8 +80,7 @@ fn workspace_crates_depend_on_each_other_in_one_direction() {
     ];
     assert_eq!(members, expected.iter().map(|(n, _)| n.to_string()).collect(), "the workspace's members");
     for (name, within) in expected {
-        let direct: BTreeSet<&str> =
-            deps[name].iter().map(String::as_str).filter(|d| members.contains(*d)).collect();
+        let direct: BTreeSet<&str> = deps[name].iter().map(String::as_str).filter(|d| members.contains(*d)).collect();
         assert_eq!(direct, within.iter().copied().collect(), "{name}'s dependencies inside the workspace");
     }
     println!("{} workspace crates, dependencies one way", members.len());

@@ -14,16 +14,23 @@ use super::{
 /// What a file holds, by its extension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Kind {
+    /// Win/draw/loss with cursed wins and blessed losses (`wdl/*.lzw`).
     Wdl,
+    /// Distance to zeroing in plies (`dtz/*.lzdtz`).
     Dtz,
+    /// Distance to conversion under the 50-move rule, pawn endings only (`dtc/*.lzdtc`).
     Dtc,
+    /// Distance to mate in plies (`dtm/*.lzdtm`).
     Dtm,
+    /// DTM50 at every half-move clock (`dtm50/*.lzdtm50`).
     Dtm50,
 }
 
 impl Kind {
+    /// Every kind, in the order tables are listed.
     pub const ALL: [Kind; 5] = [Kind::Wdl, Kind::Dtz, Kind::Dtc, Kind::Dtm, Kind::Dtm50];
 
+    /// The file name extension of this kind, without the dot (`lzw`, `lzdtz`, ...).
     pub fn extension(self) -> &'static str {
         match self {
             Kind::Wdl => "lzw",

@@ -121,7 +121,9 @@ pub use rebuilt::RebuiltStats;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("table {table}: {reason}")]
 pub struct ProbeError {
+    /// The file, e.g. `dtm50/KQKR.lzdtm50`.
     pub table: String,
+    /// What is wrong with it.
     pub reason: String,
 }
 
@@ -145,9 +147,13 @@ struct OpenStats {
 /// Counts of opened files (what the bound on open files does).
 #[derive(Debug, Clone, Copy)]
 pub struct OpenFiles {
+    /// Files opened (mapped) since the start.
     pub opened: u64,
+    /// Files closed to stay within the open-file budget.
     pub closed: u64,
+    /// Files open now.
     pub open_now: u64,
+    /// The most files kept open at once.
     pub max_open: u64,
 }
 
@@ -171,10 +177,15 @@ fn open_file_cache(max: u64, stats: &Arc<OpenStats>) -> OpenFileMap {
 /// A listed file, for `/api/v1/tables` and `verify`.
 #[derive(Debug, Clone)]
 pub struct FileInfo {
+    /// The table's file name without its extension, e.g. `KQKR`.
     pub name: String,
+    /// Its material.
     pub material: TableMaterial,
+    /// Which metric the file holds.
     pub kind: Kind,
+    /// Where the file is.
     pub path: PathBuf,
+    /// Its size in bytes.
     pub bytes: u64,
 }
 
@@ -280,18 +291,22 @@ impl Chesstb {
         Some((material, kind))
     }
 
+    /// The most pieces (kings included) of any table found.
     pub fn max_pieces(&self) -> usize {
         self.max_pieces
     }
 
+    /// Counters of the decoded-block cache.
     pub fn cache_stats(&self) -> &CacheStats {
         &self.cache.stats
     }
 
+    /// Counters of the cache of answers rebuilt by a one-ply search (frames `shrink` dropped).
     pub fn rebuilt_stats(&self) -> &RebuiltStats {
         &self.rebuilt.stats
     }
 
+    /// Bytes the decoded-block cache holds now.
     pub fn cache_bytes(&self) -> u64 {
         self.cache.weighted_bytes()
     }
@@ -458,10 +473,13 @@ impl Chesstb {
 /// Compared in the tests with chesstb's own indexing code.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexTrace {
+    /// The table the position is indexed in, e.g. `KQKR`.
     pub table: String,
+    /// Whether the position was mirrored (colours swapped) to fit the table.
     pub mirrored: bool,
     /// 0: the side named first is to move.
     pub side: usize,
+    /// How the index was composed.
     pub parts: IndexParts,
 }
 

@@ -53,6 +53,7 @@ impl TableMaterial {
         (m.canonical() == (m, false)).then_some(m)
     }
 
+    /// chesstb's name of the material, stronger side first, e.g. `KQKR`.
     pub fn name(&self) -> String {
         let mut s = String::new();
         for side in 0..2 {
@@ -69,10 +70,12 @@ impl TableMaterial {
         s
     }
 
+    /// Pieces on the board, kings included.
     pub fn pieces(&self) -> usize {
         2 + 2 * self.pair as usize + self.counts.iter().flatten().map(|&n| n as usize).sum::<usize>()
     }
 
+    /// Whether either side has a pawn.
     pub fn has_pawns(&self) -> bool {
         self.pair || self.counts[0][4] + self.counts[1][4] > 0
     }

@@ -15,10 +15,15 @@ use super::{
 /// chesstb's five classes, ordered from the side to move's worst to best.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Class {
+    /// The side to move loses, even with the 50-move rule.
     Loss = 0,
+    /// The side to move loses without the 50-move rule, and draws with it.
     BlessedLoss = 1,
+    /// A draw.
     Draw = 2,
+    /// The side to move wins without the 50-move rule, and draws with it.
     CursedWin = 3,
+    /// The side to move wins, even with the 50-move rule.
     Win = 4,
 }
 
@@ -168,7 +173,9 @@ impl DtzMinimax {
 /// plain DTM) and plies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Mate {
+    /// The outcome for the side to move.
     pub class: Class,
+    /// Plies to mate (0 when the side to move is mated).
     pub plies: u16,
 }
 
@@ -240,8 +247,11 @@ impl Memo for PackAnswer {
 /// is the conversion itself. `class` is the one the clock leaves (W/D/L).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Conversion {
+    /// The outcome for the side to move.
     pub class: Class,
+    /// Pawn pushes the winning side still owes before the conversion.
     pub order: u16,
+    /// Plies to the next zeroing move.
     pub plies: u16,
 }
 

@@ -64,7 +64,9 @@ fn position_key(pos: &Chess) -> Option<u128> {
 /// Hit and miss counts, for `/prometheus`.
 #[derive(Debug, Default)]
 pub struct RebuiltStats {
+    /// Lookups answered from the cache.
     pub hits: AtomicU64,
+    /// Lookups that searched.
     pub misses: AtomicU64,
 }
 

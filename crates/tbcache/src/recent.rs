@@ -19,6 +19,7 @@ pub struct Recent<K, V, const N: usize> {
 }
 
 impl<K: PartialEq, V, const N: usize> Recent<K, V, N> {
+    /// An empty ring, usable in a `const` initialiser.
     pub const fn new() -> Self {
         Recent { entries: [const { None }; N], next: 0 }
     }

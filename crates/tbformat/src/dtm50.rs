@@ -22,7 +22,9 @@ pub const DRAW_CLOCK: u32 = 100;
 /// segment covers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Segment {
+    /// The value, encoded as in [`crate::value`].
     pub value: u16,
+    /// The last half-move clock (0..=99) this segment covers.
     pub max_clock: u8,
 }
 
@@ -37,6 +39,7 @@ pub fn value_at(segments: &[Segment], clock: u32) -> u16 {
 pub const MORE: u32 = 1 << 31;
 
 impl Segment {
+    /// The segment in one word: the value in the low 16 bits, the clock above.
     #[inline]
     pub const fn pack(self) -> u32 {
         self.value as u32 | (self.max_clock as u32) << 16
@@ -60,6 +63,7 @@ pub struct Dtm50Data {
     /// Start of each overflow position's further segments in `segments`, and
     /// one past the end.
     pub overflow_start: Vec<u32>,
+    /// The further segments, packed, by position in `overflow_index` order.
     pub segments: Vec<u32>,
 }
 
@@ -139,10 +143,15 @@ impl Dtm50Data {
 
 /// Read access to DTM50 data, wherever it lives (memory or a mapped file).
 pub trait Dtm50View {
+    /// Position `idx`'s first segment packed, with [`MORE`] if it has others.
     fn inline(&self, idx: u32) -> u32;
+    /// How many positions have further segments.
     fn overflow_len(&self) -> usize;
+    /// The `k`-th position with further segments (ascending).
     fn overflow_index(&self, k: usize) -> u32;
+    /// Where the `k`-th such position's further segments start (the next one's start ends them).
     fn overflow_start(&self, k: usize) -> u32;
+    /// Further segment `s`, packed.
     fn segment(&self, s: usize) -> u32;
 
     /// Where `idx` (which has overflow segments) is in the overflow index.

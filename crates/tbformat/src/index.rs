@@ -263,9 +263,13 @@ impl Divisor {
 /// How a table lays out its positions.
 #[derive(Debug, Clone)]
 pub struct Layout {
+    /// The material laid out.
     pub material: Material,
+    /// The men in slot order: white king, black king, then the others.
     pub men: Vec<(Color, Role)>,
+    /// Number of men.
     pub n: usize,
+    /// Whether any man is a pawn (the pawn layout: no diagonal symmetry, layers by pawn ranks).
     pub pawns: bool,
     /// Men `start..end` are the same piece (at most one such group up to
     /// 5 men): their squares are stored sorted. Empty if none.
@@ -303,6 +307,7 @@ pub struct Layout {
     /// By layer: each pawn's rank times 8 in its slot's byte, added to the
     /// decoded files.
     layer_ranks: Vec<u64>,
+    /// Indexes of the table for both sides to move, illegal ones included.
     pub size: usize,
 }
 
@@ -311,13 +316,16 @@ pub struct Layout {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(C, align(8))]
 pub struct Pos {
+    /// Square of each man by slot ([`NONE`] for a man not on the board).
     pub sq: Squares,
+    /// The side to move.
     pub turn: Color,
 }
 
 /// How [`Layout::steps`] finds the index after a piece move to square `t`
-/// (see [`Steps::at`]).
+/// (see [`Steps::at`]). The fields are described with each variant.
 #[derive(Debug, Clone, Copy)]
+#[allow(missing_docs)]
 pub enum Steps {
     /// A man with a square digit moves: `base + t * stride` (the symmetry
     /// and the tie-break stay as they were).
@@ -372,6 +380,7 @@ impl Steps {
 }
 
 impl Layout {
+    /// The layout of `material`'s table.
     pub fn new(material: &Material) -> Layout {
         let men = material.men();
         let n = men.len();
@@ -709,6 +718,7 @@ impl Layout {
         Pos { sq, turn }
     }
 
+    /// The squares the men of `sq` stand on.
     #[inline]
     pub fn occupied(&self, sq: &Squares) -> Bitboard {
         let mut bb = Bitboard::EMPTY;

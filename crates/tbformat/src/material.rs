@@ -13,7 +13,9 @@ pub const DEFAULT_PIECES: usize = 4;
 /// Non-king pieces of each side, strongest first (Q, R, B, N, P).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Material {
+    /// White's men besides the king, strongest first.
     pub white: Vec<Role>,
+    /// Black's men besides the king, strongest first.
     pub black: Vec<Role>,
 }
 
@@ -27,6 +29,7 @@ fn side_key(roles: &[Role]) -> (usize, Vec<Role>) {
 }
 
 impl Material {
+    /// The material of these men (kings implied), each side sorted strongest first.
     pub fn new(mut white: Vec<Role>, mut black: Vec<Role>) -> Material {
         white.sort_by(|a, b| b.cmp(a));
         black.sort_by(|a, b| b.cmp(a));
@@ -49,14 +52,17 @@ impl Material {
         Material::parse(name).filter(|m| (3..=MAX_PIECES).contains(&m.pieces())).map(|m| m.canonical())
     }
 
+    /// Pieces on the board, kings included.
     pub fn pieces(&self) -> usize {
         2 + self.white.len() + self.black.len()
     }
 
+    /// Whether either side has a pawn.
     pub fn has_pawns(&self) -> bool {
         self.white.iter().chain(&self.black).any(|&r| r == Role::Pawn)
     }
 
+    /// Pawns of both sides.
     pub fn pawns(&self) -> usize {
         self.white.iter().chain(&self.black).filter(|&&r| r == Role::Pawn).count()
     }
@@ -72,10 +78,12 @@ impl Material {
         side_key(&self.white) >= side_key(&self.black)
     }
 
+    /// The same material with the stronger side as White, as tables are named.
     pub fn canonical(&self) -> Material {
         if self.is_canonical() { self.clone() } else { self.flipped() }
     }
 
+    /// The table name, e.g. `KQvKR`.
     pub fn name(&self) -> String {
         let mut s = String::from("K");
         s.extend(self.white.iter().map(|&r| role_char(r)));

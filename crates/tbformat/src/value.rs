@@ -3,6 +3,7 @@
 
 /// Unused index, illegal position, or not yet known while generating.
 pub const UNKNOWN: u16 = 0;
+/// A draw.
 pub const DRAW: u16 = 1;
 const WIN: u16 = 2;
 const LOSS: u16 = 3;
@@ -10,26 +11,31 @@ const LOSS: u16 = 3;
 /// Largest distance the encoding holds.
 pub const MAX_PLIES: u16 = (1 << 14) - 1;
 
+/// The side to move wins in `plies` plies.
 #[inline]
 pub const fn win(plies: u16) -> u16 {
     (plies << 2) | WIN
 }
 
+/// The side to move loses in `plies` plies (0: it is mated).
 #[inline]
 pub const fn loss(plies: u16) -> u16 {
     (plies << 2) | LOSS
 }
 
+/// The plies of a win or loss.
 #[inline]
 pub const fn plies(v: u16) -> u16 {
     v >> 2
 }
 
+/// Whether `v` is a win for the side to move.
 #[inline]
 pub const fn is_win(v: u16) -> bool {
     v & 3 == WIN
 }
 
+/// Whether `v` is a loss for the side to move.
 #[inline]
 pub const fn is_loss(v: u16) -> bool {
     v & 3 == LOSS

@@ -164,6 +164,7 @@ fn memory_bytes(positions: f64, span: f64, kept: f64, per: [f64; 3]) -> u64 {
 /// An amount of room and what limits it (for the refusal's message).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Room {
+    /// Bytes available.
     pub bytes: u64,
     /// E.g. `cgroup memory.max`, `MemAvailable`, `builtin.max_disk_mib`,
     /// `free space of /var/tables`.
@@ -171,6 +172,7 @@ pub struct Room {
 }
 
 impl Room {
+    /// The smallest of `rooms`, `None` if there is none.
     pub fn least(rooms: impl IntoIterator<Item = Room>) -> Option<Room> {
         rooms.into_iter().min_by_key(|r| r.bytes)
     }

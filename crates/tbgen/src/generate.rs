@@ -34,13 +34,16 @@ use super::value::{self, DRAW, UNKNOWN};
 /// Values of one position, encoded as in [`super::value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Values {
+    /// DTZ50'' (encoded as in [`tbformat::value`]).
     pub dtz: u16,
+    /// DTM.
     pub dtm: u16,
     /// DTM50 at half-move clock 0 (just after a capture or pawn move).
     pub dtm50: u16,
 }
 
 impl Values {
+    /// A draw in every metric.
     pub const DRAW: Values = Values { dtz: DRAW, dtm: DRAW, dtm50: DRAW };
 
     /// The mover's view of a zeroing move into a position of these values.
@@ -68,11 +71,15 @@ pub type Lookup<'a> = dyn Fn(&Board) -> Result<Values, String> + Sync + 'a;
 
 /// Generated values of a table, by index.
 pub struct Generated {
+    /// DTZ50'' by index.
     pub dtz: Vec<u16>,
+    /// DTM by index.
     pub dtm: Vec<u16>,
     /// Absent when generated without DTM50.
     pub dtm50: Option<Dtm50Data>,
+    /// Legal positions among the indexes.
     pub legal_positions: u64,
+    /// Where the time went.
     pub secs: PhaseSecs,
 }
 
@@ -200,9 +207,13 @@ fn generate_with(
 pub struct GeneratedBlocks {
     /// Every block of the table.
     pub blocks: BlockStash,
+    /// Indexes of the table.
     pub positions: usize,
+    /// Whether the blocks hold DTM50.
     pub has_dtm50: bool,
+    /// Legal positions among the indexes.
     pub legal_positions: u64,
+    /// Where the time went.
     pub secs: PhaseSecs,
     /// The statistics' counts of every legal position.
     pub tally: Tally,

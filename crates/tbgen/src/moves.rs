@@ -9,7 +9,9 @@ use super::index::{Layout, MAX_MEN, NONE, Pos, Squares, Steps, attacks_of};
 /// Any position with at most [`MAX_MEN`] men, used to look up other tables.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Board {
+    /// Each man: colour, role and square (0 = a1 ... 63 = h8).
     pub men: ArrayVec<(Color, Role, u8), MAX_MEN>,
+    /// The side to move.
     pub turn: Color,
 }
 
@@ -19,7 +21,12 @@ pub enum Succ {
     /// [`for_each_quiet_child`] where it is needed).
     Quiet,
     /// Same table, later layer: a pawn move without capture or promotion.
-    Push { sq: Squares, double: bool },
+    Push {
+        /// The squares after the push.
+        sq: Squares,
+        /// Whether it is a double step (which may allow an en passant capture).
+        double: bool,
+    },
     /// Another table: a capture or a promotion.
     Exit(Board),
 }

@@ -16,10 +16,13 @@ use super::{index::Layout, material::Material, value};
 
 /// What the statistics are computed from: a table as the store serves it.
 pub trait Scan {
+    /// The table's material.
     fn material(&self) -> &Material;
+    /// The table's index layout.
     fn layout(&self) -> &Layout;
     /// DTZ50'' at `idx`, a legal position's index.
     fn dtz(&self, idx: u32) -> u16;
+    /// DTM of index `idx`.
     fn dtm(&self, idx: u32) -> u16;
     /// DTM50 at `idx` and half-move clock `clock`.
     fn at_clock(&self, idx: u32, clock: u32) -> u16;
@@ -28,8 +31,11 @@ pub trait Scan {
     fn values(&self, idx: u32) -> [u16; 3] {
         [self.dtz(idx), self.dtm(idx), if self.has_dtm50() { self.at_clock(idx, 0) } else { value::UNKNOWN }]
     }
+    /// Whether the table has DTM50.
     fn has_dtm50(&self) -> bool;
+    /// Legal positions of the table.
     fn legal_positions(&self) -> u64;
+    /// CRC-32 of the table file's header and block index.
     fn crc32(&self) -> u32;
     /// The table's file, if it has one.
     fn path(&self) -> Option<&Path>;
@@ -66,11 +72,17 @@ pub struct TableStats {
 /// Positions with one side to move, by category at half-move clock 0.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SideStats {
+    /// Legal positions with this side to move.
     pub positions: u64,
+    /// Won within the 50-move rule.
     pub wins: u64,
+    /// Won only without the 50-move rule.
     pub cursed_wins: u64,
+    /// Drawn.
     pub draws: u64,
+    /// Lost only without the 50-move rule.
     pub blessed_losses: u64,
+    /// Lost within the 50-move rule.
     pub losses: u64,
     /// The decisive position farthest from zeroing (win or loss of the side
     /// to move); absent when none is decisive.
@@ -79,7 +91,9 @@ pub struct SideStats {
     pub longest_dtm: Option<Example>,
     /// The longest mate the 50-move rule allows at clock 0.
     pub longest_dtm50: Option<Example>,
+    /// DTZ50''.
     pub dtz50_histogram: Histogram,
+    /// DTM.
     pub dtm_histogram: Histogram,
     /// DTM50 at half-move clock 0.
     pub dtm50_histogram: Histogram,
@@ -90,6 +104,7 @@ pub struct SideStats {
 /// only where every decisive position is a mate).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Example {
+    /// Signed plies: positive when the side to move wins.
     pub plies: i32,
     /// Half-move clock 0.
     pub fen: String,
@@ -99,13 +114,18 @@ pub struct Example {
 /// checkmated side loses in 0); plies without positions are left out.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Histogram {
+    /// Won positions by plies, ascending.
     pub wins: Vec<Bin>,
+    /// Lost positions by plies, ascending.
     pub losses: Vec<Bin>,
 }
 
+/// Positions at one number of plies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Bin {
+    /// Plies.
     pub plies: u16,
+    /// Positions.
     pub positions: u64,
 }
 
@@ -190,6 +210,7 @@ pub struct Tally {
 }
 
 impl Tally {
+    /// An empty tally (with DTM50 histograms if `has_dtm50`).
     pub fn new(has_dtm50: bool) -> Tally {
         Tally { sides: [Side::new(), Side::new()], has_dtm50 }
     }
