@@ -958,7 +958,7 @@ impl Inner {
             &tbgen::budget::dtm50_memory_check,
             &self.cancelled,
         )
-        .map_err(Unavailable::Failed)?;
+        .map_err(|e| Unavailable::Failed(e.to_string()))?;
         let (phase_secs, tally) = (g.secs, g.tally);
         let secs = start.elapsed().as_secs_f64();
         if self.cancelled.load(Ordering::SeqCst) {

@@ -8,7 +8,7 @@
 
 use std::path::Path;
 
-use crate::{GENERATION_CACHE_MIB, generate, stash};
+use crate::{GENERATION_CACHE_MIB, GenerateError, generate, stash};
 use tbformat::{format, index::Layout, material::Material};
 
 const MIB: u64 = 1 << 20;
@@ -213,19 +213,18 @@ pub(crate) const GENERATION_MEMORY_MARGIN_BYTES: u64 = 256 * MIB;
 /// other processes taking memory meanwhile, would get a store with little
 /// memory free killed for lack of memory without this check, instead of
 /// failing.
-pub fn dtm50_memory_check(log_bytes: usize) -> Result<(), String> {
+pub fn dtm50_memory_check(log_bytes: usize) -> Result<(), GenerateError> {
     dtm50_memory_verdict(log_bytes, system_memory_room())
 }
 
-fn dtm50_memory_verdict(log_bytes: usize, room: Option<Room>) -> Result<(), String> {
+fn dtm50_memory_verdict(log_bytes: usize, room: Option<Room>) -> Result<(), GenerateError> {
     match room {
-        Some(room) if room.bytes < GENERATION_MEMORY_MARGIN_BYTES => Err(format!(
-            "out of memory: DTM50's segments take {} MiB so far, and {} has {} MiB left, less than the {} MiB kept free",
-            log_bytes as u64 / MIB,
-            room.limited_by,
-            room.bytes / MIB,
-            GENERATION_MEMORY_MARGIN_BYTES / MIB
-        )),
+        Some(room) if room.bytes < GENERATION_MEMORY_MARGIN_BYTES => Err(GenerateError::OutOfMemory {
+            log_mib: log_bytes as u64 / MIB,
+            limited_by: room.limited_by,
+            left_mib: room.bytes / MIB,
+            margin_mib: GENERATION_MEMORY_MARGIN_BYTES / MIB,
+        }),
         _ => Ok(()),
     }
 }
@@ -425,7 +424,7 @@ mod tests {
         assert_eq!(dtm50_memory_verdict(5 * MIB as usize, None), Ok(()));
         let e = dtm50_memory_verdict(5 * MIB as usize, room(GENERATION_MEMORY_MARGIN_BYTES - 1)).unwrap_err();
         assert_eq!(
-            e,
+            e.to_string(),
             "out of memory: DTM50's segments take 5 MiB so far, and MemAvailable has 255 MiB left, less than the 256 MiB kept free"
         );
     }

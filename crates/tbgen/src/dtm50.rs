@@ -21,6 +21,7 @@ use std::{
 
 use rayon::prelude::*;
 
+use crate::GenerateError;
 pub use tbformat::dtm50::{DRAW_CLOCK, Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment};
 
 use super::{
@@ -310,7 +311,7 @@ fn raised(s: State, clock: i8, stamp: u32) -> Option<State> {
 
 /// Whether the analysis may go on, given the bytes its segments take so
 /// far (see [`super::budget::dtm50_memory_check`]).
-pub(crate) type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), String> + Sync + 'a;
+pub(crate) type MemoryCheck<'a> = dyn Fn(usize) -> Result<(), GenerateError> + Sync + 'a;
 
 /// Tables being generated in this process (counted by
 /// [`super::generate::generate_blocks`]): while there are as many as the
@@ -465,7 +466,7 @@ pub(crate) fn solve_layer(
     sharing: &Sharing,
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
-) -> Result<f64, String> {
+) -> Result<f64, GenerateError> {
     let Prepared { base, exit, mut win_exits, mut loss_exits, mated } = prepared;
     // SAFETY: `State` is a transparent `u32`, which has the size, alignment
     // and bit validity of `AtomicU32` (and `i8` those of `AtomicI8`); the

@@ -30,6 +30,7 @@ use super::radix;
 use super::stash::BlockStash;
 use super::stats::Tally;
 use super::value::{self, DRAW, UNKNOWN};
+use crate::GenerateError;
 
 /// Values of one position, encoded as in [`super::value`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -146,7 +147,12 @@ const EXIT_CHUNK: usize = 1 << 14;
 /// Setting `cancel` stops the generation soon after, with an error.
 /// The whole table's values are in memory at the end: for tests and
 /// benchmarks; the store uses [`generate_blocks`].
-pub fn generate(l: &Layout, lookup: &Lookup, with_dtm50: bool, cancel: &AtomicBool) -> Result<Generated, String> {
+pub fn generate(
+    l: &Layout,
+    lookup: &Lookup,
+    with_dtm50: bool,
+    cancel: &AtomicBool,
+) -> Result<Generated, GenerateError> {
     generate_with(l, lookup, with_dtm50, cancel, Options::STANDARD)
 }
 
@@ -190,7 +196,7 @@ fn generate_with(
     with_dtm50: bool,
     cancel: &AtomicBool,
     options: Options,
-) -> Result<Generated, String> {
+) -> Result<Generated, GenerateError> {
     let (mut dtz, mut dtm) = (vec![UNKNOWN; l.size], vec![UNKNOWN; l.size]);
     let mut dtm50 = Vec::new();
     let (legal_positions, secs) = solve_layers(l, lookup, with_dtm50, cancel, options, |base, out| {
@@ -239,7 +245,7 @@ pub fn generate_blocks(
     mut blocks: BlockStash,
     memory: &MemoryCheck<'_>,
     cancel: &AtomicBool,
-) -> Result<GeneratedBlocks, String> {
+) -> Result<GeneratedBlocks, GenerateError> {
     // Counted while it runs, so that DTM50 shares its work lists only when
     // a thread would otherwise idle (see `dtm50::GENERATING`).
     dtm50::GENERATING.fetch_add(1, Ordering::Relaxed);
@@ -430,7 +436,7 @@ fn solve_layers(
     cancel: &AtomicBool,
     options: Options,
     mut emit: impl FnMut(usize, &LayerValues),
-) -> Result<(u64, PhaseSecs), String> {
+) -> Result<(u64, PhaseSecs), GenerateError> {
     let Options { dtm_limit_plies, sharing, memory } = options;
     let span = l.layer_span();
     let order = l.layer_order();
@@ -626,7 +632,7 @@ fn dtm_beyond(
     known: impl Fn(usize) -> u16 + Sync,
     wins: impl Fn(usize) -> bool + Sync,
     cancel: &AtomicBool,
-) -> Result<Vec<u16>, String> {
+) -> Result<Vec<u16>, GenerateError> {
     use rayon::prelude::*;
     let slot = |i: usize| beyond.binary_search(&(i as u32)).ok();
     // Per position: the best value of its moves to known positions
@@ -655,7 +661,7 @@ fn dtm_beyond(
             }
             Ok((best, next, moves))
         })
-        .collect::<Result<_, String>>()?;
+        .collect::<Result<_, GenerateError>>()?;
     let (mut best, mut next, mut next_start) = (Vec::with_capacity(beyond.len()), Vec::new(), vec![0u32]);
     for (b, n, moves) in chunks {
         best.extend(b);
@@ -814,7 +820,7 @@ fn exits_pass(
     mate: Mate,
     cancel: &AtomicBool,
     out: Exits,
-) -> Result<(), String> {
+) -> Result<(), GenerateError> {
     use rayon::prelude::*;
     // Each task owns one range of indexes of the three arrays.
     out.counter
@@ -860,7 +866,7 @@ fn exits_pass(
 /// (layers its pawn pushes lead to, already solved) or `lookup` (other
 /// tables).
 /// `None` if `p` is illegal (the side not to move in check).
-fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Option<Exit>, String> {
+fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Option<Exit>, GenerateError> {
     let mut zeroing = false;
     let mut best = Values { dtz: UNKNOWN, dtm: UNKNOWN, dtm50: UNKNOWN };
     let mut err = None;
@@ -887,7 +893,7 @@ fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Opt
             Succ::Exit(b) => match lookup(&b) {
                 Ok(v) => v,
                 Err(e) => {
-                    err = Some(e);
+                    err = Some(GenerateError::Lookup(e));
                     return;
                 }
             },
@@ -911,7 +917,7 @@ fn exits_of(l: &Layout, p: &Pos, solved: &Solved, lookup: &Lookup) -> Result<Opt
 /// The value of `c`, just after a double pawn push, if the opponent may
 /// capture en passant: the better of the table value (without that right)
 /// and the en-passant captures.
-fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Result<Values, String> {
+fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Result<Values, GenerateError> {
     let them = c.turn;
     let pushed = !them;
     let Some(pi) = (0..l.n).find(|&i| l.men[i] == (pushed, Role::Pawn) && c.sq[i] >> 3 == pushed.fold_wb(3, 4)) else {
@@ -931,7 +937,7 @@ fn with_en_passant(l: &Layout, c: &Pos, table: Values, lookup: &Lookup) -> Resul
         if l.in_check(&after, them) {
             continue;
         }
-        let v = lookup(&board(l, &after, pushed, None))?.back_zeroing();
+        let v = lookup(&board(l, &after, pushed, None)).map_err(GenerateError::Lookup)?.back_zeroing();
         best = Some(best.map_or(v, |b| b.better(v)));
     }
     let Some(ep) = best else { return Ok(table) };
@@ -979,8 +985,8 @@ fn solve(
 /// between chunks of the exits pass and between the analyses' distances,
 /// so that a shutdown does not wait for a whole 5-piece layer.
 #[inline]
-fn check(cancel: &AtomicBool) -> Result<(), String> {
-    if cancel.load(Ordering::Relaxed) { Err("generation cancelled".into()) } else { Ok(()) }
+fn check(cancel: &AtomicBool) -> Result<(), GenerateError> {
+    if cancel.load(Ordering::Relaxed) { Err(GenerateError::Cancelled) } else { Ok(()) }
 }
 
 /// Positions decided at each distance n, by index; the high bit
@@ -1197,7 +1203,7 @@ mod tests {
         assert!(whole.is_ok());
         let cancel = AtomicBool::new(false);
         let (cancelled, calls) = lookups(Some(&cancel));
-        assert_eq!(cancelled, Err("generation cancelled".to_string()));
+        assert_eq!(cancelled, Err(GenerateError::Cancelled));
         assert!(calls * 20 < all_calls, "{calls} of {all_calls} lookups after a cancel at the first");
     }
 
@@ -1329,12 +1335,16 @@ mod tests {
         let memory = |log_bytes: usize| {
             calls.fetch_add(1, Ordering::Relaxed);
             largest.fetch_max(log_bytes, Ordering::Relaxed);
-            if log_bytes > 200_000 { Err(format!("out of memory at {log_bytes}")) } else { Ok(()) }
+            if log_bytes > 200_000 {
+                Err(GenerateError::Lookup(format!("out of memory at {log_bytes}")))
+            } else {
+                Ok(())
+            }
         };
         let l = layout("KQvKR");
         let result = generate_with(&l, &captures, true, &never, Options { memory: &memory, ..Options::STANDARD });
         let err = result.map(|g| g.legal_positions).unwrap_err();
-        assert!(err.starts_with("out of memory at "), "{err}");
+        assert!(err.to_string().starts_with("out of memory at "), "{err}");
         let seen = largest.load(Ordering::Relaxed);
         assert!(seen > 200_000 && seen < 2_000_000, "stopped at {seen} bytes, of about 3 million");
         assert!(calls.load(Ordering::Relaxed) > 2);

@@ -28,6 +28,32 @@ pub mod stats;
 
 use tbformat::{format, index, material, value};
 
+/// Why a generation stopped before its table was complete.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GenerateError {
+    /// The caller set the cancel flag (a shutdown).
+    #[error("generation cancelled")]
+    Cancelled,
+    /// A table that captures or promotions lead into could not answer.
+    #[error("{0}")]
+    Lookup(String),
+    /// DTM50's segments outgrew the memory left (see
+    /// [`budget::dtm50_memory_check`]).
+    #[error(
+        "out of memory: DTM50's segments take {log_mib} MiB so far, and {limited_by} has {left_mib} MiB left, less than the {margin_mib} MiB kept free"
+    )]
+    OutOfMemory {
+        /// MiB the segments take.
+        log_mib: u64,
+        /// What limits the memory, e.g. `MemAvailable`.
+        limited_by: String,
+        /// MiB left.
+        left_mib: u64,
+        /// MiB a generation keeps free.
+        margin_mib: u64,
+    },
+}
+
 /// Cache of a store that is not configured (`tbserver generate`, tests)
 /// for a generation's lookups into the tables its captures and promotions
 /// reach, in MiB: the cache that the generation memory estimates
