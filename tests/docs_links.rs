@@ -37,8 +37,15 @@ const MACHINE_PATHS: [&str; 4] = ["/work/", "/tmp/", "/home/", "/root/"];
 
 /// Phrases that tell the story of a work session rather than what is
 /// (compared in lower case).
-const NARRATIVE: [&str; 7] =
-    ["helper session", "this session", "another session", "same session", "this stop", "closing note", "previous session"];
+const NARRATIVE: [&str; 7] = [
+    "helper session",
+    "this session",
+    "another session",
+    "same session",
+    "this stop",
+    "closing note",
+    "previous session",
+];
 
 fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -323,10 +330,24 @@ fn issue_references(text: &str) -> Vec<String> {
 /// Month names as dates write them: in full or abbreviated to three
 /// letters (with or without a full stop), capitalised.
 fn is_month(word: &str) -> bool {
-    const MONTHS: [&str; 12] =
-        ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October", "November", "December"];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
     let word = word.strip_suffix('.').unwrap_or(word);
-    MONTHS.iter().any(|m| word == *m || (word.len() == 3 && m.starts_with(word)) || (word == "Sept" && *m == "September"))
+    MONTHS
+        .iter()
+        .any(|m| word == *m || (word.len() == 3 && m.starts_with(word)) || (word == "Sept" && *m == "September"))
 }
 
 /// A year as a date has it: four digits, 1900 to 2099.
@@ -372,7 +393,8 @@ fn written_dates(text: &str) -> Vec<String> {
             let short = |p: &&str| (1..=2).contains(&p.len());
             if parts.len() == 3
                 && numeric
-                && ((is_year(parts[0]) && parts[1..].iter().all(short)) || (is_year(parts[2]) && parts[..2].iter().all(short)))
+                && ((is_year(parts[0]) && parts[1..].iter().all(short))
+                    || (is_year(parts[2]) && parts[..2].iter().all(short)))
             {
                 out.push((*w).to_owned());
             }
@@ -447,7 +469,10 @@ fn docs_pages_describe_what_is() {
         problems.extend(page_problems(&name, &text));
         pages += 1;
     }
-    println!("docs_links: {pages} pages of docs/ checked for dates, paths, issues and narrative, {} problems", problems.len());
+    println!(
+        "docs_links: {pages} pages of docs/ checked for dates, paths, issues and narrative, {} problems",
+        problems.len()
+    );
     assert!(pages > 0, "no page of docs/ checked");
     assert!(problems.is_empty(), "docs/ pages that narrate instead of describe:\n{}", problems.join("\n"));
 }
@@ -543,9 +568,15 @@ fn dates_and_issue_numbers_are_found() {
 
 #[test]
 fn written_dates_are_found() {
-    assert_eq!(written_dates("run on 29 Nov 2026, and on November 29, 2026 (Sept. 3rd 2025)"), ["Nov 2026", "November 29 2026", "Sept 3rd 2025"]);
+    assert_eq!(
+        written_dates("run on 29 Nov 2026, and on November 29, 2026 (Sept. 3rd 2025)"),
+        ["Nov 2026", "November 29 2026", "Sept 3rd 2025"]
+    );
     assert_eq!(written_dates("2026/11/29 and 29.11.2026, 1/12/2026"), ["2026/11/29", "29.11.2026", "1/12/2026"]);
-    assert!(written_dates("it may 2048 ways; share 1/3; v1.2.3; 127.0.0.1; 4 Mar 12; March 12 moves; 0.25 of 2026").is_empty());
+    assert!(
+        written_dates("it may 2048 ways; share 1/3; v1.2.3; 127.0.0.1; 4 Mar 12; March 12 moves; 0.25 of 2026")
+            .is_empty()
+    );
 }
 
 #[test]
