@@ -31,9 +31,11 @@ fn positions() -> Vec<Chess> {
 }
 
 fn bench(c: &mut Criterion) {
-    let mut config = Config::default();
-    config.syzygy = vec![tables_dir().join("syzygy")];
-    config.gaviota = vec![tables_dir().join("gaviota")];
+    let mut config = Config {
+        syzygy: vec![tables_dir().join("syzygy")],
+        gaviota: vec![tables_dir().join("gaviota")],
+        ..Default::default()
+    };
     config.builtin.mode = BuiltinMode::Off;
     let tb = tbserver::app::open_tablebases(&config);
     // Safety: the shared table files are read-only for the benchmark's lifetime.

@@ -197,7 +197,7 @@ impl ChesstbDamage {
         std::fs::write(path, &bytes).unwrap();
         let damaged = path.file_name().unwrap().to_string_lossy()[..3].to_owned();
         let source = tbserver::sources::chesstb::ChesstbSource::open(
-            &[self.work.clone()],
+            std::slice::from_ref(&self.work),
             1 << 20,
             chesstb_reader::DEFAULT_MAX_OPEN_FILES,
         );

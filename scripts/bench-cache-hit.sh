@@ -2,7 +2,7 @@
 # What a cached answer costs, against the floor: in ONE run of ONE server
 # (loopback, wrk), cached `GET /standard` answers for the 200 five-piece FENs
 # of bench/fens-5piece-200.txt against `GET /_bench/stored` with the same
-# query strings, a trivial route (config `bench_route = true`) that sends one
+# query strings, a trivial route (cargo feature `bench-routes`) that sends one
 # stored answer through the same layers without parsing or looking anything
 # up. The stored answer is the /standard answer of median size, so both send
 # about as many bytes. 64 connections, then 1; ROUNDS rounds of DURATION
@@ -23,9 +23,9 @@ PORT=${PORT:-9312}
 ACCEPT=${ACCEPT:-application/json}
 FENS=bench/fens-5piece-200.txt
 command -v wrk >/dev/null || { echo "wrk not installed: apt-get install -y wrk" >&2; exit 1; }
-cargo build --release --quiet
+cargo build --release --quiet --features bench-routes
 source scripts/serve-shared.sh
-start_tbserver "$PORT" 10000 "bench_route = true"
+start_tbserver "$PORT" 10000
 base="http://127.0.0.1:$PORT"
 
 enc() { sed -e 's/ /%20/g' <<<"$1"; }

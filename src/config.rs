@@ -41,9 +41,6 @@ pub struct Config {
     pub cache_entries: u64,
     /// `human` or `json`.
     pub log_format: LogFormat,
-    /// Serve `GET /_bench/stored`, the floor `scripts/bench-cache-hit.sh`
-    /// measures cache hits against. Off; for benchmarks only.
-    pub bench_route: bool,
     /// A file holding the token that operator actions (generating tables)
     /// need, sent as `Authorization: Bearer TOKEN`. Without a token those
     /// actions are open only to clients on the server's own machine
@@ -203,7 +200,6 @@ impl Default for Config {
             search: SearchConfig::default(),
             cache_entries: 10_000,
             log_format: LogFormat::Human,
-            bench_route: false,
             admin_token_file: None,
             admin_token: None,
         }
@@ -380,7 +376,6 @@ mod tests {
         assert_eq!(file.limits.rate_limit_burst, default.limits.rate_limit_burst);
         assert_eq!(file.limits.cors_allowed_origins, default.limits.cors_allowed_origins);
         assert_eq!(file.log_format, default.log_format);
-        assert_eq!(file.bench_route, default.bench_route);
         assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
         assert_eq!(file.search.default_movetime_ms, default.search.default_movetime_ms);
         assert_eq!(file.search.max_concurrent_searches, default.search.max_concurrent_searches);

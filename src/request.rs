@@ -1,6 +1,6 @@
 //! Parsing what clients send: FENs and their validation.
 
-use shakmaty::{CastlingMode, Chess, EnPassantMode, Position, fen::Fen};
+use shakmaty::{CastlingMode, Chess, EnPassantMode, Position, PositionError, fen::Fen};
 
 use crate::error::ApiError;
 
@@ -37,11 +37,11 @@ pub fn parse_position(fen: &str) -> Result<Chess, ApiError> {
     let parsed = Fen::from_ascii(fen.as_bytes()).map_err(|err| ApiError::InvalidFen(err.to_string()))?;
     let pos: Chess = parsed
         .into_position(CastlingMode::Standard)
-        .or_else(|err| err.ignore_invalid_castling_rights())
-        .or_else(|err| err.ignore_invalid_ep_square())
+        .or_else(PositionError::ignore_invalid_castling_rights)
+        .or_else(PositionError::ignore_invalid_ep_square)
         // Tables hold positions with checks no legal game reaches (e.g. two
         // aligned sliders); they are still well defined, so answer them.
-        .or_else(|err| err.ignore_impossible_check())
+        .or_else(PositionError::ignore_impossible_check)
         // shakmaty's text starts with "illegal position: " already.
         .map_err(|err| {
             ApiError::IllegalPosition(err.to_string().trim_start_matches("illegal position: ").to_owned())

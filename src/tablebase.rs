@@ -10,14 +10,14 @@
 
 use std::sync::Arc;
 
-use shakmaty::{Chess, FromSetup, Move, Position};
+use shakmaty::{Chess, FromSetup, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
     domain::{Dtc, Source, Sourced},
     probe_counts::{ProbeCounts, ProbeMetric},
     search::Oracle,
-    sources::{ProbeResult, TableInfo, TableSource, Unanswered},
+    sources::{BestMove, ProbeResult, TableInfo, TableSource, Unanswered},
 };
 
 /// A DTZ50'' and, when it replaced a rounded value, the source that
@@ -184,7 +184,7 @@ impl Tablebases {
     /// source that implements it and covers the position and every move.
     /// The move is the library's (chosen on the values as stored); the DTZ
     /// after it is exact where a source knows it ([`Tablebases::dtz_found`]).
-    pub fn best_move(&self, pos: &Chess) -> ProbeResult<Sourced<Option<(Move, MaybeRounded<Dtz>)>>> {
+    pub fn best_move(&self, pos: &Chess) -> ProbeResult<Sourced<Option<BestMove>>> {
         let Some(mut best) = self.first(ProbeMetric::Dtz, pos, |s| s.best_move(pos))? else { return Ok(None) };
         if let Some((m, MaybeRounded::Rounded(rounded))) = best.value {
             let mut after = pos.clone();

@@ -77,10 +77,8 @@ fn broken_table_fails_cleanly() {
     std::fs::write(dir.join("KRvK.rtbz"), std::fs::read(syzygy.join("KRvK.rtbz")).unwrap()).unwrap();
     // Garbage with a wrong size: reported at start-up, never probed.
     std::fs::write(dir.join("KBvK.rtbw"), b"garbage").unwrap();
-    let mut config = tbserver::config::Config::default();
-    config.syzygy = vec![dir.clone()];
+    let mut config = tbserver::config::Config { syzygy: vec![dir.clone()], cache_entries: 0, ..Default::default() };
     config.builtin.mode = tbserver::config::BuiltinMode::Off;
-    config.cache_entries = 0;
     let server = TestServer::start(config);
 
     let (status, body) = server.get(&format!("/api/v1/probe?fen={}", enc("8/8/8/4k3/8/8/8/KQ6 w - - 0 1")));

@@ -210,7 +210,7 @@ fn blocks_past_4_gib() {
         (Color::Black, Role::Rook),
         (Color::Black, Role::Bishop),
     ];
-    let same_block = |a: u64, b: u64| a / 2 >> 20 == b / 2 >> 20;
+    let same_block = |a: u64, b: u64| (a / 2) >> 20 == (b / 2) >> 20;
     let (win, win_idx) = loop {
         let mut board = Board::empty();
         for &(color, role) in &pieces {
@@ -310,7 +310,7 @@ fn blocks_past_4_gib() {
     f.set_len(file_len).unwrap();
     drop(f);
 
-    let tb = chesstb_reader::Chesstb::open(&[dir.clone()], 16 << 20);
+    let tb = chesstb_reader::Chesstb::open(std::slice::from_ref(&dir), 16 << 20);
     let wdl = |pos: &Chess| tb.probe_wdl(pos).unwrap_or_else(|e| panic!("{e}")).expect("covered");
     use chesstb_reader::Class;
     report!(

@@ -94,8 +94,7 @@ fn until_complete(client: &reqwest::blocking::Client, url: &str, limit: Duration
 fn files_answer_at_once_while_builtin_tables_generate() {
     let Some(syzygy) = syzygy_dir() else { return };
     let dir = empty_dir("pending");
-    let mut config = tbserver::config::Config::default();
-    config.syzygy = vec![syzygy];
+    let mut config = tbserver::config::Config { syzygy: vec![syzygy], ..Default::default() };
     config.builtin.dir = dir.clone();
     let server = TestServer::start(config);
     let client = reqwest::blocking::Client::new();

@@ -69,8 +69,8 @@ fn every_route_is_in_the_openapi_document() {
     for entry in std::fs::read_dir(&http).unwrap() {
         let path = entry.unwrap().path();
         let source = std::fs::read_to_string(&path).unwrap();
-        // The benchmark floor (config `bench_route`, off by default) is not
-        // part of the API and deliberately undocumented.
+        // The benchmark floor (cargo feature `bench-routes`, off by default)
+        // is not part of the API and deliberately undocumented.
         let source = source.replace(r#".route("/_bench/stored""#, "");
         for bypass in [".route(\"", ".nest(\"", ".route_service(", ".nest_service("] {
             assert!(

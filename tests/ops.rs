@@ -124,6 +124,34 @@ fn request_id_is_echoed_or_generated() {
     assert_eq!(id.len(), 36, "a UUID: {id}");
 }
 
+/// The benchmark floor `/_bench/stored` exists only in a build with the
+/// `bench-routes` feature.
+#[cfg(not(feature = "bench-routes"))]
+#[test]
+fn no_benchmark_route_by_default() {
+    let Some(server) = TestServer::with_shared_tables() else { return };
+    let fen = enc("8/8/8/8/8/2k5/8/R3K3 w - - 0 1");
+    assert_eq!(server.get(&format!("/_bench/stored?fen={fen}")).0, 404);
+}
+
+/// With `bench-routes` (`cargo test --features bench-routes --test ops`),
+/// `/_bench/stored` sends the cached `/standard` answer of its first FEN,
+/// whatever the later requests ask.
+#[cfg(feature = "bench-routes")]
+#[test]
+fn benchmark_route_sends_the_stored_answer() {
+    let Some(mut config) = common::shared_tables_config() else { return };
+    config.cache_entries = 100;
+    let server = TestServer::start(config);
+    let krk = enc("8/8/8/8/8/2k5/8/R3K3 w - - 0 1");
+    let kqk = enc("8/8/8/8/8/2k5/8/Q3K3 w - - 0 1");
+    assert_eq!(server.get(&format!("/_bench/stored?fen={krk}")).0, 404, "nothing cached yet");
+    let (status, standard) = server.get(&format!("/standard?fen={krk}"));
+    assert_eq!(status, 200);
+    assert_eq!(server.get(&format!("/_bench/stored?fen={krk}")), (200, standard.clone()));
+    assert_eq!(server.get(&format!("/_bench/stored?fen={kqk}")), (200, standard));
+}
+
 /// The server process, killed if a failing test leaves it running.
 struct Server(std::process::Child);
 

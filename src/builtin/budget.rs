@@ -102,7 +102,11 @@ fn free_space(dir: &Path) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled the struct.
     let stat = unsafe { stat.assume_init() };
-    Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+    // The field types differ between platforms (u32 on some): the casts are
+    // needed there, not where they are u64 already.
+    #[allow(clippy::unnecessary_cast)]
+    let (blocks, block_size) = (stat.f_bavail as u64, stat.f_frsize as u64);
+    Some(blocks.saturating_mul(block_size))
 }
 
 #[cfg(not(unix))]

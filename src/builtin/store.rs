@@ -1432,7 +1432,7 @@ mod tests {
         assert_eq!(store.generations(), 1);
         assert!(!shipped.join("KQvK.tbsb").exists());
         // A table in the own directory is preferred to the shipped one.
-        let both = Store::new(&own, true).with_shipped_dir(&base.join("shipped"));
+        let both = Store::new(&own, true).with_shipped_dir(base.join("shipped"));
         Store::new(&own, true).table(&krk).unwrap();
         assert_eq!(both.find(&krk), Some(own.join("KRvK.tbsb")));
         let _ = fs::remove_dir_all(&base);
@@ -1448,7 +1448,7 @@ mod tests {
         let krk = Material::parse("KRvK").unwrap();
         let reader = Store::new(&dir, false).never_wait();
         assert_eq!(reader.table(&krk).err(), Some(Unavailable::NotGenerated("KRvK".into()).to_string()));
-        reader.request_all(&[krk.clone()]);
+        reader.request_all(std::slice::from_ref(&krk));
         assert_eq!(reader.open_existing(&krk), Err("not found".to_string()));
         assert_eq!(reader.generations(), 0);
         assert!(!reader.path_of(&krk).exists());

@@ -4,6 +4,8 @@
 mod admin;
 pub mod analyse;
 mod api;
+#[cfg(feature = "bench-routes")]
+mod bench;
 mod charts;
 mod encoding;
 mod front;
@@ -19,7 +21,7 @@ mod stats_view;
 
 use std::{
     sync::{
-        Arc, OnceLock, RwLock,
+        Arc, RwLock,
         atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Duration,
@@ -72,8 +74,6 @@ pub struct Shared {
     inline_probes: AtomicUsize,
     /// Cached answers by raw request, in front of `cache`.
     hot: Option<hot::HotAnswers>,
-    /// The answer `/_bench/stored` serves (with `bench_route` on).
-    bench_stored: OnceLock<Encoded>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -115,7 +115,6 @@ impl Shared {
             cache,
             generation: AtomicU64::new(0),
             ready: AtomicBool::new(true),
-            bench_stored: OnceLock::new(),
             hot: (config_cache_entries > 0).then(|| hot::HotAnswers::new(config_cache_entries)),
         })
     }
@@ -351,10 +350,9 @@ pub(crate) fn routes() -> OpenApiRouter<AppState> {
 /// The whole application.
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.max_body_bytes;
-    let (mut routes, _document) = routes().split_for_parts();
-    if state.config.bench_route {
-        routes = routes.route("/_bench/stored", axum::routing::get(bench_stored));
-    }
+    let (routes, _document) = routes().split_for_parts();
+    #[cfg(feature = "bench-routes")]
+    let routes = bench::add_routes(routes);
     routes
         .fallback(|| async { ApiError::NotFound })
         .method_not_allowed_fallback(|| async { ApiError::MethodNotAllowed })
@@ -532,23 +530,6 @@ async fn compute_parsed<T: Answer>(
         hot.insert(request.path_and_query(), generation, encoded.clone());
     }
     Ok(encoded.response(request.format))
-}
-
-/// `GET /_bench/stored?fen=...`, only with `bench_route = true`: the floor
-/// that `scripts/bench-cache-hit.sh` compares cache hits with. The first
-/// request takes the cached `/standard` answer for its FEN; every later one
-/// gets those same stored bytes, whatever its query, through the same
-/// layers as every route, without parsing or looking anything up.
-async fn bench_stored(
-    axum::extract::State(state): axum::extract::State<AppState>,
-    request: FenRequest,
-) -> Result<Response, ApiError> {
-    if let Some(stored) = state.bench_stored.get() {
-        return Ok(stored.response(request.format));
-    }
-    let key = (state.generation.load(Ordering::SeqCst), Endpoint::Standard, normalized_fen(&request.position()?));
-    let stored = state.cache.as_ref().and_then(|cache| cache.get(&key)).ok_or(ApiError::NotFound)?;
-    Ok(state.bench_stored.get_or_init(|| stored).response(request.format))
 }
 
 /// Binds and serves until SIGINT/SIGTERM, letting in-flight requests finish.

@@ -9,6 +9,9 @@ use crate::builtin::stats::{Example, Histogram, SideStats, TableStats};
 
 use super::metrics_page::encode_fen;
 
+/// A section of the page: its id, its title and what it shows of each side.
+type Section<T> = (&'static str, &'static str, fn(&SideStats) -> &T);
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
@@ -49,7 +52,7 @@ fn thousands(n: u64) -> String {
     let digits = n.to_string();
     let mut out = String::with_capacity(digits.len() + digits.len() / 3);
     for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
             out.push(',');
         }
         out.push(c);
@@ -116,7 +119,7 @@ pub fn render(stats: &TableStats) -> String {
     html.push_str("</tbody>\n</table></div>\n");
 
     html.push_str("<h2 id=\"longest\">Longest values</h2>\n<p>The decisive position farthest from its goal for each side to move, in plies, signed from the side to move's point of view (positive: it wins). Click a board to probe it.</p>\n");
-    let metrics: [(&str, &str, fn(&SideStats) -> &Option<Example>); 3] = [
+    let metrics: [Section<Option<Example>>; 3] = [
         ("dtz50", "DTZ50'' (to the next capture, pawn move or mate)", |s| &s.longest_dtz50),
         ("dtm", "DTM (to mate, ignoring the 50-move rule)", |s| &s.longest_dtm),
         ("dtm50", "DTM50 at half-move clock 0 (to mate under the 50-move rule)", |s| &s.longest_dtm50),
@@ -146,7 +149,7 @@ pub fn render(stats: &TableStats) -> String {
     }
 
     html.push_str("<h2 id=\"histograms\">Histograms</h2>\n<p>Positions by distance in plies: wins of the side to move above the line, losses below it. Hover over a bar for its count.</p>\n");
-    let histograms: [(&str, &str, fn(&SideStats) -> &Histogram); 3] = [
+    let histograms: [Section<Histogram>; 3] = [
         ("dtz50", "DTZ50''", |s| &s.dtz50_histogram),
         ("dtm", "DTM", |s| &s.dtm_histogram),
         ("dtm50", "DTM50 at clock 0", |s| &s.dtm50_histogram),

@@ -47,6 +47,9 @@ pub enum Unanswered {
 /// `Ok(None)`: no table of this source covers the position.
 pub type ProbeResult<T> = Result<Option<T>, Unanswered>;
 
+/// A move and the DTZ after it.
+pub type BestMove = (Move, MaybeRounded<Dtz>);
+
 /// What a table holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -143,7 +146,7 @@ pub trait TableSource: Send + Sync {
     /// lichess-compatible mainline) and the DTZ after it; `Some(None)` when
     /// there is no legal move. Only Syzygy answers; the other sources leave
     /// it to [`crate::probe::dtz_best_move`], which follows the same rule.
-    fn best_move(&self, _pos: &Chess) -> ProbeResult<Option<(Move, MaybeRounded<Dtz>)>> {
+    fn best_move(&self, _pos: &Chess) -> ProbeResult<Option<BestMove>> {
         Ok(None)
     }
 

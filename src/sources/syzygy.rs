@@ -9,11 +9,11 @@ use std::{
     sync::Mutex,
 };
 
-use shakmaty::{Chess, Move, Position};
+use shakmaty::{Chess, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Metric, ProbeError, SyzygyError, Tablebase, Wdl};
 use tracing::{info, warn};
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
+use super::{BestMove, ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
 use crate::{config::SyzygyIo, domain::Source};
 
 const WDL_MAGIC: [u8; 4] = [0x71, 0xe8, 0x23, 0x5d];
@@ -277,7 +277,7 @@ impl TableSource for SyzygySource {
         self.guarded(pos, Metric::Dtz, || self.tablebase.probe_dtz(pos))
     }
 
-    fn best_move(&self, pos: &Chess) -> ProbeResult<Option<(Move, MaybeRounded<Dtz>)>> {
+    fn best_move(&self, pos: &Chess) -> ProbeResult<Option<BestMove>> {
         if self.beyond_reach(pos) {
             return Ok(None);
         }

@@ -221,10 +221,10 @@ pub fn random_position(rng: &mut Rng, material: &str, clock: u32) -> Chess {
         setup.turn = if rng.below(2) == 0 { Color::White } else { Color::Black };
         setup.halfmoves = clock;
         setup.castling_rights = Bitboard::EMPTY;
-        if let Ok(p) = Chess::from_setup(setup, CastlingMode::Standard) {
-            if !p.legal_moves().is_empty() {
-                return p;
-            }
+        if let Ok(p) = Chess::from_setup(setup, CastlingMode::Standard)
+            && !p.legal_moves().is_empty()
+        {
+            return p;
         }
     }
 }

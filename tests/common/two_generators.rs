@@ -61,7 +61,7 @@ pub fn for_positions(
                 positions.push(c);
             }
         }
-        positions.par_iter().for_each(|p| check(p));
+        positions.par_iter().for_each(&check);
     }
 }
 
