@@ -18,6 +18,12 @@ pub struct Recent<K, V, const N: usize> {
     next: usize,
 }
 
+impl<K: PartialEq, V, const N: usize> Default for Recent<K, V, N> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl<K: PartialEq, V, const N: usize> Recent<K, V, N> {
     /// An empty ring, usable in a `const` initialiser.
     pub const fn new() -> Self {

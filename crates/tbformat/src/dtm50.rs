@@ -81,6 +81,11 @@ pub trait Dtm50Slices: Sync {
         self.firsts().len()
     }
 
+    /// Whether there are no positions.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// DTM50 at clock 0 of position `j`: its first segment covers clock 0.
     #[inline]
     fn at_zero(&self, j: usize) -> u16 {

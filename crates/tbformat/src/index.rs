@@ -429,14 +429,14 @@ impl Layout {
         // sorted squares have them).
         let codes = 6usize.pow(pawn_slots.len() as u32);
         let (mut layer_of_code, mut layer_ranks) = (vec![u32::MAX; codes], Vec::new());
-        for code in 0..codes {
+        for (code, layer) in layer_of_code.iter_mut().enumerate() {
             let rank = |j: usize| code / 6usize.pow(j as u32) % 6;
             let sorted = (1..pawn_slots.len()).all(|j| {
                 let (a, b) = (pawn_slots[j - 1] as usize, pawn_slots[j] as usize);
                 !(identical.contains(&a) && identical.contains(&b)) || rank(j - 1) <= rank(j)
             });
             if sorted {
-                layer_of_code[code] = layer_ranks.len() as u32;
+                *layer = layer_ranks.len() as u32;
                 layer_ranks
                     .push(pawn_slots.iter().enumerate().map(|(j, &s)| (((rank(j) + 1) * 8) as u64) << (8 * s)).sum());
             }
@@ -510,6 +510,8 @@ impl Layout {
     /// The index of `sq` (canonical kings, identical men sorted) less its
     /// king pair's share: every digit but the kings'.
     #[inline]
+    // One slot indexes four arrays (squares, masks, strides, shifts).
+    #[allow(clippy::needless_range_loop)]
     fn index_without_kings(&self, sq: &Squares, turn: Color) -> u32 {
         let mut idx = (self.layer(sq) * 2 + turn.fold_wb(0, 1)) * self.turn_stride;
         // Absent men have strides 0; wrapping keeps their garbage harmless.
@@ -732,6 +734,8 @@ impl Layout {
 
     /// Is `color`'s king attacked?
     #[inline]
+    // A slot indexes both the men and their squares.
+    #[allow(clippy::needless_range_loop)]
     pub fn in_check(&self, sq: &Squares, color: Color) -> bool {
         let king = sq[color.fold_wb(0, 1)];
         let occ = self.occupied(sq);

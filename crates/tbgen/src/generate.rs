@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use arrayvec::ArrayVec;
+use rayon::prelude::*;
 use shakmaty::Role;
 
 use super::dtm50::{self, Dtm50Data, Dtm50Layer, Dtm50Slices, MemoryCheck};
@@ -296,8 +297,9 @@ impl CutBlocks {
     fn add_ends(&mut self, size: usize, base: usize, out: &LayerValues) -> Vec<(usize, format::Encoded)> {
         const B: usize = format::BLOCK_POSITIONS;
         let end = base + out.dtz.len();
-        let mut ends = vec![base..(base.next_multiple_of(B)).min(end)];
-        if end % B != 0 && end / B * B >= base.next_multiple_of(B) {
+        let mut ends = Vec::with_capacity(2);
+        ends.push(base..(base.next_multiple_of(B)).min(end));
+        if !end.is_multiple_of(B) && end / B * B >= base.next_multiple_of(B) {
             ends.push(end / B * B..end);
         }
         let mut done = Vec::new();
@@ -1152,7 +1154,7 @@ fn encode_whole_blocks<D: Dtm50Slices>(
 ) -> Vec<(usize, format::Encoded)> {
     let end = first + dtz.len();
     (first.div_ceil(format::BLOCK_POSITIONS)..end / format::BLOCK_POSITIONS)
-        .into_iter()
+        .into_par_iter()
         .map(|b| {
             (
                 b,

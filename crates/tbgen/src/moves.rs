@@ -1,6 +1,10 @@
 //! Moves and unmoves inside a table's index space: the move generation that
 //! the retrograde analyses ([`super::generate`], [`super::dtm50`]) share.
 
+// A man's slot indexes several parallel arrays at once (the layout's men,
+// the squares, what each attacks): loops over slots read best by index.
+#![allow(clippy::needless_range_loop)]
+
 use arrayvec::ArrayVec;
 use shakmaty::{Bitboard, Color, Piece, Role, Square, attacks};
 
@@ -456,7 +460,10 @@ mod tests {
         }
         setup.turn = p.turn;
         // Table positions include checks no game could reach.
-        Chess::from_setup(setup, CastlingMode::Standard).or_else(|e| e.ignore_impossible_check()).unwrap()
+        match Chess::from_setup(setup, CastlingMode::Standard) {
+            Ok(pos) => pos,
+            Err(e) => e.ignore_impossible_check().unwrap(),
+        }
     }
 
     /// Our index of a shakmaty position of layout `l`'s material. (The
