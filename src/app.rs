@@ -48,7 +48,7 @@ pub fn open_table_dirs(syzygy: &[std::path::PathBuf], gaviota: &[std::path::Path
 /// since), keeping the built-in source of `current`: its store holds the
 /// tables generated so far. Probes holding `current` keep using it, and its
 /// maps of replaced files stay valid until the last of them finishes.
-pub fn rescan_tablebases(config: &Config, current: &Tablebases) -> Tablebases {
+pub(crate) fn rescan_tablebases(config: &Config, current: &Tablebases) -> Tablebases {
     let mut sources = file_sources(config, true);
     sources.extend(current.source_handles().filter(|s| s.source() == Source::Builtin).cloned());
     Tablebases::new(sources)

@@ -13,9 +13,9 @@ use shakmaty::{Board, Color, Piece, Role, Square};
 /// Side length of one square in SVG user units (the piece drawings are 45×45).
 const SQ: u32 = 45;
 /// Default, minimum and maximum rendered size in pixels.
-pub const DEFAULT_SIZE: u32 = 360;
-pub const MIN_SIZE: u32 = 64;
-pub const MAX_SIZE: u32 = 2048;
+pub(crate) const DEFAULT_SIZE: u32 = 360;
+pub(crate) const MIN_SIZE: u32 = 64;
+pub(crate) const MAX_SIZE: u32 = 2048;
 
 const LIGHT: &str = "#ecd9b9";
 const DARK: &str = "#ae8a68";
@@ -42,7 +42,7 @@ impl Default for SvgOptions {
 }
 
 /// Clamp a requested pixel size to the supported range.
-pub fn clamp_size(size: u32) -> u32 {
+pub(crate) fn clamp_size(size: u32) -> u32 {
     size.clamp(MIN_SIZE, MAX_SIZE)
 }
 

@@ -20,11 +20,11 @@ use crate::{
 };
 
 /// Clocks charted: 0 to 99. At 100 only a mate on the board still counts.
-pub const CLOCKS: u32 = 100;
+pub(crate) const CLOCKS: u32 = 100;
 
 /// A position's DTM50 at every half-move clock 0–99.
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Dtm50ByClock {
+pub(crate) struct Dtm50ByClock {
     pub fen: String,
     /// White's material `v` Black's, e.g. `KRBvKQ`.
     pub material: String,
@@ -43,7 +43,7 @@ pub struct Dtm50ByClock {
 
 /// A clock at which DTM50 changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
-pub struct Dtm50Change {
+pub(crate) struct Dtm50Change {
     /// The first clock with the new value.
     pub halfmove_clock: u32,
     pub kind: ChangeKind,
@@ -55,7 +55,7 @@ pub struct Dtm50Change {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum ChangeKind {
+pub(crate) enum ChangeKind {
     /// The side to move still mates (or is mated), but the clock forces a
     /// longer way: the quicker mates need too many quiet moves.
     LongerMate,
@@ -113,7 +113,7 @@ fn dtm50_at(tb: &Tablebases, pos: &Chess) -> Result<Option<(Dtm50, Source)>, Api
 }
 
 /// The chart's values for `pos` (its own clock is reported, not used).
-pub fn dtm50_by_clock(tb: &Tablebases, pos: &Chess) -> Result<Dtm50ByClock, ApiError> {
+pub(crate) fn dtm50_by_clock(tb: &Tablebases, pos: &Chess) -> Result<Dtm50ByClock, ApiError> {
     probe::check_coverage(tb, pos)?;
     let mut dtm50 = Vec::with_capacity(CLOCKS as usize);
     let mut source = Source::Rules;
@@ -218,7 +218,7 @@ fn side_label(color: Color) -> &'static str {
 /// where drawn; the position's own clock marked; each change circled.
 /// Steps, changes and the marker carry `data-*` attributes with their
 /// values, for machines as well as eyes.
-pub fn render_svg(chart: &Dtm50ByClock) -> String {
+pub(crate) fn render_svg(chart: &Dtm50ByClock) -> String {
     let turn = if chart.side_to_move == "white" { Color::White } else { Color::Black };
     let plot_w = WIDTH - LEFT - RIGHT;
     let plot_h = HEIGHT - TOP - BOTTOM;

@@ -211,7 +211,7 @@ impl Default for Config {
 /// running tbserver from any directory neither litters it nor generates
 /// the tables again; `tbcache` in the working directory only where the
 /// platform names no cache directory (no home directory).
-pub fn default_builtin_dir() -> PathBuf {
+pub(crate) fn default_builtin_dir() -> PathBuf {
     dirs::cache_dir().map_or_else(|| PathBuf::from("tbcache"), |d| d.join("tbserver"))
 }
 

@@ -110,7 +110,7 @@ impl Dtz50 {
         }
     }
 
-    pub fn exact(plies: i32) -> Dtz50 {
+    pub(crate) fn exact(plies: i32) -> Dtz50 {
         Dtz50 {
             plies,
             rounding: Rounding::Exact,
@@ -120,11 +120,11 @@ impl Dtz50 {
         }
     }
 
-    pub fn is_exact(&self) -> bool {
+    pub(crate) fn is_exact(&self) -> bool {
         self.rounding == Rounding::Exact
     }
 
-    pub fn to_syzygy(self) -> MaybeRounded<Dtz> {
+    pub(crate) fn to_syzygy(self) -> MaybeRounded<Dtz> {
         match self.rounding {
             Rounding::Exact => MaybeRounded::Precise(Dtz(self.plies)),
             Rounding::MaybeRounded => MaybeRounded::Rounded(Dtz(self.plies)),
@@ -145,7 +145,7 @@ pub struct Dtm {
 }
 
 impl Dtm {
-    pub fn from_plies(plies: i32) -> Dtm {
+    pub(crate) fn from_plies(plies: i32) -> Dtm {
         Dtm { plies, mate_in_moves: plies.signum() * ((plies.abs() + 1) / 2), ignores_50_move_rule: true }
     }
 }
@@ -181,7 +181,7 @@ impl Dtm50 {
     }
 
     /// Whether a mate is reachable (or already on the board) at this clock.
-    pub fn is_decided(&self) -> bool {
+    pub(crate) fn is_decided(&self) -> bool {
         self.mate_in_moves.is_some()
     }
 }
@@ -216,7 +216,7 @@ impl Dtc {
 }
 
 /// Five-valued WDL50 at half-move clock 0, as `i8` in the API (−2..=2).
-pub fn wdl50_value(wdl: Wdl) -> i8 {
+pub(crate) fn wdl50_value(wdl: Wdl) -> i8 {
     wdl.signum() as i8 * if matches!(wdl, Wdl::Win | Wdl::Loss) { 2 } else { 1 }
 }
 
@@ -288,7 +288,7 @@ impl Category {
 
     /// The category from WDL alone, valid when the clock cannot matter
     /// (clock 0, or a draw).
-    pub fn from_wdl(wdl: Wdl) -> Category {
+    pub(crate) fn from_wdl(wdl: Wdl) -> Category {
         match wdl {
             Wdl::Loss => Category::Loss,
             Wdl::BlessedLoss => Category::BlessedLoss,

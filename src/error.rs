@@ -168,7 +168,7 @@ impl ApiError {
     }
 
     /// Seconds after which retrying may succeed, sent as `Retry-After`.
-    pub fn retry_after_s(&self) -> Option<u64> {
+    pub(crate) fn retry_after_s(&self) -> Option<u64> {
         match self {
             ApiError::Busy | ApiError::ProbesBusy | ApiError::Timeout { .. } => Some(1),
             ApiError::RateLimited { retry_after_s } => Some(*retry_after_s),

@@ -1,6 +1,6 @@
 //! Material keys such as `KBNvK`, in the spelling of Syzygy file names.
 
-use shakmaty::{Board, ByRole, Color, Role};
+use shakmaty::{Board, ByRole, Role};
 
 const ROLES_BY_VALUE: [Role; 6] = [Role::King, Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn];
 
@@ -19,7 +19,7 @@ fn strength(counts: &ByRole<u8>) -> (u8, [u8; 6]) {
 }
 
 /// White's material, `v`, Black's material: `KRvKB` when White has the rook.
-pub fn by_color(board: &Board) -> String {
+pub(crate) fn by_color(board: &Board) -> String {
     let m = board.material();
     format!("{}v{}", side_key(&m.white), side_key(&m.black))
 }
@@ -34,7 +34,7 @@ pub fn normalized(board: &Board) -> String {
 
 /// [`normalized`] packed into an integer, without allocating: 4 bits per
 /// role and side, stronger side in the high bits. Never 0 (kings count).
-pub fn normalized_key(board: &Board) -> u64 {
+pub(crate) fn normalized_key(board: &Board) -> u64 {
     let m = board.material();
     let (strong, weak) =
         if strength(&m.white) >= strength(&m.black) { (&m.white, &m.black) } else { (&m.black, &m.white) };
@@ -45,7 +45,7 @@ pub fn normalized_key(board: &Board) -> u64 {
 }
 
 /// The name of a [`normalized_key`], e.g. `KRvK`.
-pub fn key_name(key: u64) -> String {
+pub(crate) fn key_name(key: u64) -> String {
     let side = |shift: u32| -> String {
         ROLES_BY_VALUE
             .iter()
@@ -61,7 +61,8 @@ pub fn key_name(key: u64) -> String {
 
 /// Whether the side that is first in [`normalized`] is `color`'s mirror image;
 /// i.e. whether `color` is the stronger side.
-pub fn is_stronger(board: &Board, color: Color) -> bool {
+#[cfg(test)]
+pub(crate) fn is_stronger(board: &Board, color: shakmaty::Color) -> bool {
     let m = board.material();
     strength(m.get(color)) >= strength(m.get(!color))
 }
@@ -69,6 +70,7 @@ pub fn is_stronger(board: &Board, color: Color) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shakmaty::Color;
     use shakmaty::fen::Fen;
 
     fn board(fen: &str) -> Board {

@@ -4,7 +4,7 @@ use std::any::Any;
 
 /// The message of a panic payload caught by `catch_unwind`: the text given
 /// to `panic!` (a `&str` or a `String`); `None` for any other payload.
-pub fn message(payload: &(dyn Any + Send)) -> Option<&str> {
+pub(crate) fn message(payload: &(dyn Any + Send)) -> Option<&str> {
     payload.downcast_ref::<&str>().copied().or_else(|| payload.downcast_ref::<String>().map(String::as_str))
 }
 

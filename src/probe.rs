@@ -79,7 +79,7 @@ impl PositionInfo {
     }
 
     /// Whether anything is known beyond the rules.
-    pub fn is_known(&self) -> bool {
+    pub(crate) fn is_known(&self) -> bool {
         self.category != Category::Unknown
     }
 
@@ -101,7 +101,7 @@ impl PositionInfo {
     }
 
     /// Nothing is known yet, but will be once built-in tables are generated.
-    pub fn is_generating(&self) -> bool {
+    pub(crate) fn is_generating(&self) -> bool {
         !self.is_known() && !self.pending.is_empty()
     }
 }
@@ -270,7 +270,7 @@ fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) 
 }
 
 /// Checks that the position is one tables could cover at all.
-pub fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
+pub(crate) fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
     let pieces = pos.board().occupied().count();
     let max = tb.max_pieces().max(2);
     if pieces > max {
@@ -334,7 +334,7 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
 
 /// The error for a position nothing can answer until built-in tables are
 /// generated, with how far they are.
-pub fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError {
+pub(crate) fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError {
     let material = info.generating.clone().unwrap_or_else(|| material::normalized(pos.board()));
     api_error(tb, Unanswered::Generating { material })
 }
@@ -368,7 +368,7 @@ fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
 }
 
 /// Every legal move with the values after it, best first.
-pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInfo> {
+pub(crate) fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInfo> {
     let mut moves = legal_move_infos(tb, pos);
     sort_moves(&mut moves, order);
     moves
@@ -377,7 +377,7 @@ pub fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<MoveInf
 /// Every legal move with the values after it, in the order of
 /// `pos.legal_moves()` (the lichess-compatible endpoints sort them as
 /// lichess does, ties included).
-pub fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
+pub(crate) fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
     pos.legal_moves()
         .into_iter()
         .map(|m| {
@@ -404,7 +404,7 @@ pub fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
 }
 
 impl MoveOrder {
-    pub fn metric(self) -> &'static str {
+    pub(crate) fn metric(self) -> &'static str {
         match self {
             MoveOrder::Dtm50First => "dtm50",
             MoveOrder::DtmFirst => "dtm",
@@ -434,7 +434,7 @@ fn result_rank(after: Category) -> u8 {
 /// breaks ties. Remaining ties go to a queen promotion, then to a move that
 /// does not promote, underpromotions last (one that gains nothing is never
 /// chosen), then by UCI.
-pub fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
+pub(crate) fn sort_moves(moves: &mut [MoveInfo], order: MoveOrder) {
     moves.sort_by_cached_key(|mv| {
         let rank = result_rank(mv.after.category);
         let dtm50 = mv.after.dtm50.filter(|d| d.is_decided() && order == MoveOrder::Dtm50First).map(|d| d.plies.abs());
@@ -483,7 +483,7 @@ fn promotion_rank(promotion: Option<Role>) -> u8 {
 /// How a mainline ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum MainlineEnd {
+pub(crate) enum MainlineEnd {
     Checkmate,
     Stalemate,
     InsufficientMaterial,
@@ -498,7 +498,7 @@ pub enum MainlineEnd {
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct MainlineStep {
+pub(crate) struct MainlineStep {
     pub uci: String,
     pub san: String,
     /// Values after the move, from the point of view of the side to move there.
@@ -509,12 +509,10 @@ pub struct MainlineStep {
     /// chesstb's distance to conversion after the move, where its tables
     /// have it (as in `/api/v1/probe`).
     pub dtc: Option<Dtc>,
-    #[serde(skip)]
-    pub m: Move,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-pub struct Mainline {
+pub(crate) struct Mainline {
     pub fen: String,
     /// The distance the line follows: `dtm50`, `dtm` or `dtz`.
     pub metric: &'static str,
@@ -534,11 +532,11 @@ pub struct Mainline {
 }
 
 /// Longest line tbserver follows; far above any real table's DTZ sum.
-pub const MAX_MAINLINE_PLIES: usize = 1024;
+pub(crate) const MAX_MAINLINE_PLIES: usize = 1024;
 
 /// Follows the best move of [`probe`] until mate, a draw claim or a drawn
 /// position.
-pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainline, ApiError> {
+pub(crate) fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainline, ApiError> {
     let first = probe(tb, pos, order)?;
     let mut line = Mainline {
         fen: first.fen.clone(),
@@ -603,7 +601,6 @@ pub fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainli
             dtm: best.after.dtm,
             dtm50: best.after.dtm50,
             dtc: best.after.dtc,
-            m: best.m,
         });
         pos.play_unchecked(best.m);
         answer = probe(tb, &pos, order)?;
@@ -618,7 +615,7 @@ fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
 
 /// Why a position has no value: castling rights, more pieces than any
 /// table, or a missing table (named).
-pub fn not_covered(tb: &Tablebases, pos: &Chess) -> ApiError {
+pub(crate) fn not_covered(tb: &Tablebases, pos: &Chess) -> ApiError {
     if pos.castles().any() {
         return ApiError::CastlingRights;
     }

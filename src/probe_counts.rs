@@ -10,7 +10,7 @@ use crate::{domain::Source, material};
 
 /// What was probed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProbeMetric {
+pub(crate) enum ProbeMetric {
     Wdl,
     Dtz,
     Dtm,
@@ -46,7 +46,7 @@ struct Slot {
 
 /// One probe count as rendered.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ProbeCount {
+pub(crate) struct ProbeCount {
     pub source: Source,
     /// Normalized material, e.g. `KRvK`; `other` once the table is full.
     pub table: String,
@@ -71,7 +71,7 @@ impl Default for ProbeCounts {
 
 impl ProbeCounts {
     /// Counts one probe that `source` answered.
-    pub fn record(&self, source: Source, metric: ProbeMetric, board: &Board) {
+    pub(crate) fn record(&self, source: Source, metric: ProbeMetric, board: &Board) {
         let key = material::normalized_key(board) << 8 | (source as u64) << 4 | metric as u64;
         // Fibonacci hashing spreads the packed keys over the slots.
         let start = (key.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> (64 - SLOTS.trailing_zeros())) as usize;
@@ -94,7 +94,7 @@ impl ProbeCounts {
     }
 
     /// Every non-zero count (order unspecified).
-    pub fn snapshot(&self) -> Vec<ProbeCount> {
+    pub(crate) fn snapshot(&self) -> Vec<ProbeCount> {
         let mut counts: Vec<ProbeCount> = self
             .slots
             .iter()

@@ -5,12 +5,12 @@ use shakmaty::{CastlingMode, Chess, EnPassantMode, Position, PositionError, fen:
 use crate::error::ApiError;
 
 /// Longest FEN accepted; a legal FEN is well under 100 bytes.
-pub const MAX_FEN_BYTES: usize = 256;
+pub(crate) const MAX_FEN_BYTES: usize = 256;
 
 /// Largest half-move clock accepted: far beyond any game (the 75-move rule
 /// ends one at 150), and far from overflowing the clock arithmetic of
 /// categories and mate bounds (which a clock of u32::MAX would overflow).
-pub const MAX_HALFMOVE_CLOCK: u32 = 10_000;
+pub(crate) const MAX_HALFMOVE_CLOCK: u32 = 10_000;
 
 /// Parses a FEN (underscores may stand for spaces, as in URLs of the lichess
 /// API) into a position tablebases can answer for.

@@ -23,7 +23,7 @@ use crate::{
 /// A DTZ50'' and, when it replaced a rounded value, the source that
 /// stored it rounded.
 #[derive(Debug, Clone, Copy)]
-pub struct DtzFound {
+pub(crate) struct DtzFound {
     pub dtz: Sourced<MaybeRounded<Dtz>>,
     pub rounded_in: Option<Source>,
 }
@@ -110,7 +110,7 @@ impl Tablebases {
     /// cursed ones), the exact value of a later source (built-in tables,
     /// chesstb) replaces it. Done here, once, so that every answer and every
     /// move of every endpoint (and the search) gets the exact value.
-    pub fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
+    pub(crate) fn dtz_found(&self, pos: &Chess) -> ProbeResult<DtzFound> {
         let Some(first) = self.first(ProbeMetric::Dtz, pos, |s| s.probe_dtz(pos))? else { return Ok(None) };
         let MaybeRounded::Rounded(rounded) = first.value else {
             return Ok(Some(DtzFound { dtz: first, rounded_in: None }));
@@ -163,7 +163,7 @@ impl Tablebases {
 
     /// The statistics of the table of `material` (canonical), from the first
     /// source that keeps them.
-    pub fn table_stats(
+    pub(crate) fn table_stats(
         &self,
         material: &crate::builtin::Material,
     ) -> ProbeResult<Sourced<Arc<crate::builtin::stats::TableStats>>> {
@@ -198,7 +198,7 @@ impl Tablebases {
 
     /// How far the built-in tables of `material` (e.g. `KPPvK`) are from
     /// ready; `None` when none is pending.
-    pub fn progress(&self, material: &str) -> Option<crate::builtin::schedule::Progress> {
+    pub(crate) fn progress(&self, material: &str) -> Option<crate::builtin::schedule::Progress> {
         self.sources.iter().find_map(|s| s.progress(material))
     }
 
@@ -219,12 +219,12 @@ impl Tablebases {
 
     /// What the built-in tables have refused or could not write; `None`
     /// without them.
-    pub fn generation_counters(&self) -> Option<crate::builtin::StoreCounters> {
+    pub(crate) fn generation_counters(&self) -> Option<crate::builtin::StoreCounters> {
         self.sources.iter().find_map(|s| s.generation_counters())
     }
 
     /// Changes whenever a built-in table is ready; `None` without built-in tables.
-    pub fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
+    pub(crate) fn generated(&self) -> Option<tokio::sync::watch::Receiver<u64>> {
         self.sources.iter().find_map(|s| s.generated())
     }
 
@@ -233,11 +233,6 @@ impl Tablebases {
         for s in &self.sources {
             s.shutdown();
         }
-    }
-
-    /// Whether some source could in principle hold this position.
-    pub fn within_piece_limit(&self, pos: &Chess) -> bool {
-        pos.board().occupied().count() <= self.max_pieces()
     }
 }
 

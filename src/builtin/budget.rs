@@ -6,14 +6,14 @@
 use std::path::Path;
 
 use tbformat::format;
-pub use tbgen::budget::Room;
+pub(crate) use tbgen::budget::Room;
 
 const MIB: u64 = 1 << 20;
 
 /// The operator's limits on generation (`builtin.max_memory_mib`,
 /// `builtin.max_disk_mib`); `None`: no cap beyond what the system has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Caps {
+pub(crate) struct Caps {
     /// Most memory generation may use at once, in bytes.
     pub memory_bytes: Option<u64>,
     /// Most the table directory may hold (its table files), in bytes.
@@ -21,7 +21,7 @@ pub struct Caps {
 }
 
 impl Caps {
-    pub fn from_mib(memory_mib: u64, disk_mib: u64) -> Caps {
+    pub(crate) fn from_mib(memory_mib: u64, disk_mib: u64) -> Caps {
         let cap = |mib: u64| (mib > 0).then(|| mib.saturating_mul(MIB));
         Caps { memory_bytes: cap(memory_mib), disk_bytes: cap(disk_mib) }
     }
@@ -57,7 +57,7 @@ pub enum Refusal {
 /// its blocks are compressed, before it is written (the estimate does not
 /// bound every table: values, not the index, decide how well one
 /// compresses).
-pub fn disk_verdict(tables: String, bytes: u64, room: Option<Room>) -> Result<(), Refusal> {
+pub(crate) fn disk_verdict(tables: String, bytes: u64, room: Option<Room>) -> Result<(), Refusal> {
     match room {
         Some(room) if bytes > room.bytes => Err(Refusal::Disk { tables, needed_bytes: bytes, available: room }),
         _ => Ok(()),

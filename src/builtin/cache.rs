@@ -21,7 +21,7 @@ use tbcache::{Recent, SetCache};
 /// position and its moves touch about 30 blocks). A quarter of this leaves
 /// a sizeable share of such lookups decoding a block, and the answers
 /// markedly slower (docs/performance.md).
-pub const DEFAULT_CACHE_MIB: u64 = 512;
+pub(crate) const DEFAULT_CACHE_MIB: u64 = 512;
 
 /// Bytes a slot is budgeted for: a decoded block of all metrics (2 + 2 + 4
 /// bytes per position) and DTM50's further change points, which make the
@@ -32,7 +32,7 @@ const SLOT_BYTES: u64 = 10 * BLOCK_POSITIONS as u64;
 /// so that a table regenerated under the same name never meets the old
 /// one's blocks) and the block's number in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct BlockKey {
+pub(crate) struct BlockKey {
     pub table: u64,
     pub block: u32,
     /// Which part of DTM50 the block holds: a block decoded for clock 0
@@ -42,7 +42,7 @@ pub struct BlockKey {
 
 /// Counters for `/prometheus`.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct CacheCounts {
+pub(crate) struct CacheCounts {
     pub hits: u64,
     pub misses: u64,
     /// Blocks dropped from their slot for another.
@@ -50,7 +50,7 @@ pub struct CacheCounts {
     pub bytes: u64,
 }
 
-pub struct BlockCache {
+pub(crate) struct BlockCache {
     blocks: SetCache<BlockKey, Arc<DecodedBlock>>,
     hits: Counter,
     misses: AtomicU64,
@@ -129,7 +129,7 @@ impl BlockCache {
     /// A block the thread used lately is lent to `f` without taking a
     /// reference count; `f` must not look up blocks itself.
     #[inline]
-    pub fn with_block<R>(
+    pub(crate) fn with_block<R>(
         &self,
         key: BlockKey,
         decode: impl FnOnce() -> Result<DecodedBlock, String>,
@@ -153,8 +153,8 @@ impl BlockCache {
     }
 
     /// The decoded block of `key`, decoded by `decode` on a miss.
-    #[inline]
-    pub fn get_or_decode(
+    #[cfg(test)]
+    pub(crate) fn get_or_decode(
         &self,
         key: BlockKey,
         decode: impl FnOnce() -> Result<DecodedBlock, String>,
@@ -200,7 +200,7 @@ impl BlockCache {
         Ok(block)
     }
 
-    pub fn counts(&self) -> CacheCounts {
+    pub(crate) fn counts(&self) -> CacheCounts {
         CacheCounts {
             hits: self.hits.get(),
             misses: self.misses.load(Ordering::Relaxed),

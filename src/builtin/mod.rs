@@ -9,8 +9,8 @@
 //! - [`schedule`]: which table is generated next, and how far along they are.
 
 pub mod budget;
-pub mod cache;
-pub mod schedule;
+pub(crate) mod cache;
+pub(crate) mod schedule;
 pub mod store;
 
 pub use tbformat::{dtm50, format, index, material, value};

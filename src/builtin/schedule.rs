@@ -86,51 +86,51 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    pub fn is_queued(&self, m: &Material) -> bool {
+    pub(crate) fn is_queued(&self, m: &Material) -> bool {
         self.wanted.iter().any(|w| &w.material == m) || self.running.iter().any(|r| &r.material == m)
     }
 
-    pub fn running(&self) -> usize {
+    pub(crate) fn running(&self) -> usize {
         self.running.len()
     }
 
     /// The tables being generated (or opened) now.
-    pub fn running_materials(&self) -> impl Iterator<Item = &Material> {
+    pub(crate) fn running_materials(&self) -> impl Iterator<Item = &Material> {
         self.running.iter().map(|r| &r.material)
     }
 
     /// Records that `m` failed (replacing an earlier failure).
-    pub fn fail(&mut self, m: &Material, why: Unavailable) {
+    pub(crate) fn fail(&mut self, m: &Material, why: Unavailable) {
         self.forget_failure(m);
         self.failed.push(Failed { material: m.clone(), why, at: Instant::now() });
     }
 
     /// Why `m` failed last, and how long ago.
-    pub fn failure(&self, m: &Material) -> Option<(&Unavailable, Duration)> {
+    pub(crate) fn failure(&self, m: &Material) -> Option<(&Unavailable, Duration)> {
         self.failed.iter().find(|f| &f.material == m).map(|f| (&f.why, f.at.elapsed()))
     }
 
     /// `m`'s failure if it is younger than [`RETRY_AFTER`]; an older one is
     /// forgotten, so that `m` may be tried again.
-    pub fn fresh_failure(&mut self, m: &Material) -> Option<&Unavailable> {
+    pub(crate) fn fresh_failure(&mut self, m: &Material) -> Option<&Unavailable> {
         if self.failure(m).is_some_and(|(_, age)| age >= RETRY_AFTER) {
             self.forget_failure(m);
         }
         self.failure(m).map(|(why, _)| why)
     }
 
-    pub fn forget_failure(&mut self, m: &Material) {
+    pub(crate) fn forget_failure(&mut self, m: &Material) {
         self.failed.retain(|f| &f.material != m);
     }
 
     /// Every table whose last attempt failed, with why.
-    pub fn failures(&self) -> impl Iterator<Item = (&Material, &Unavailable)> {
+    pub(crate) fn failures(&self) -> impl Iterator<Item = (&Material, &Unavailable)> {
         self.failed.iter().map(|f| (&f.material, &f.why))
     }
 
     /// Tables asked for by name and not settled (`done` says which are
     /// ready), after forgetting those that are settled.
-    pub fn requested(&mut self, done: impl Fn(&Material) -> bool) -> &mut Vec<Material> {
+    pub(crate) fn requested(&mut self, done: impl Fn(&Material) -> bool) -> &mut Vec<Material> {
         let failed = &self.failed;
         self.requested.retain(|m| !done(m) && !failed.iter().any(|f| &f.material == m));
         &mut self.requested
@@ -138,7 +138,7 @@ impl Queue {
 
     /// Adds `m` unless it is queued already; `urgent` also moves a queued
     /// table (and, by the caller, its dependencies) ahead of background work.
-    pub fn want(&mut self, m: &Material, urgent: bool) {
+    pub(crate) fn want(&mut self, m: &Material, urgent: bool) {
         if self.running.iter().any(|r| &r.material == m) {
             return;
         }
@@ -153,7 +153,7 @@ impl Queue {
     /// Takes the first wanted table whose dependencies are all settled
     /// (ready, or failed: it then fails at once) and marks it running. Large tables run one at a time: each uses both
     /// cores by itself, and two would need twice the memory.
-    pub fn next(
+    pub(crate) fn next(
         &mut self,
         settled: impl Fn(&Material) -> bool,
         positions: impl Fn(&Material) -> u64,
@@ -173,7 +173,7 @@ impl Queue {
     }
 
     /// `m` is settled; `generated_secs` when it was generated (not opened).
-    pub fn finish(&mut self, m: &Material, generated_secs: Option<f64>) {
+    pub(crate) fn finish(&mut self, m: &Material, generated_secs: Option<f64>) {
         if let Some(i) = self.running.iter().position(|r| &r.material == m) {
             let r = self.running.swap_remove(i);
             if let Some(secs) = generated_secs {
@@ -184,7 +184,7 @@ impl Queue {
     }
 
     /// Forgets every table not yet started (shutdown).
-    pub fn clear_wanted(&mut self) {
+    pub(crate) fn clear_wanted(&mut self) {
         self.wanted.clear();
     }
 
@@ -198,7 +198,7 @@ impl Queue {
 
     /// How far the tables `needed` (in generation order) are; `settled`
     /// says which are done.
-    pub fn progress(
+    pub(crate) fn progress(
         &self,
         material: &Material,
         needed: &[Material],

@@ -17,14 +17,14 @@ use crate::error::ApiError;
 
 /// Proof, as a handler argument, that the request may start an operator
 /// action; extracting it refuses the request otherwise (401 or 403).
-pub struct Admin;
+pub(crate) struct Admin;
 
 /// Whether the client asking may start an operator action, as
 /// `GET /api/v1/tables/generate` tells it (the probe page shows its offer
 /// accordingly).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
-pub enum Access {
+pub(crate) enum Access {
     /// It may, as it is: a loopback client of a server without a token,
     /// or a request that carries the right token.
     Open,
@@ -36,7 +36,7 @@ pub enum Access {
 }
 
 /// The asking client's [`Access`], as a handler argument (never refuses).
-pub struct ClientAccess(pub Access);
+pub(crate) struct ClientAccess(pub Access);
 
 impl FromRequestParts<AppState> for ClientAccess {
     type Rejection = std::convert::Infallible;
@@ -47,7 +47,7 @@ impl FromRequestParts<AppState> for ClientAccess {
 }
 
 /// What `parts` may do.
-pub fn access(state: &AppState, parts: &Parts) -> Access {
+pub(crate) fn access(state: &AppState, parts: &Parts) -> Access {
     match &state.config.admin_token {
         Some(token) => match bearer(parts) {
             Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => Access::Open,

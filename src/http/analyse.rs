@@ -29,7 +29,7 @@ use crate::{
 
 /// The search side of the server: its limits, its concurrency slots and its
 /// own thread pool (so searches never take the threads that answer probes).
-pub struct Searches {
+pub(crate) struct Searches {
     config: SearchConfig,
     slots: Arc<Semaphore>,
     pool: rayon::ThreadPool,
@@ -74,7 +74,7 @@ impl Searches {
 
     /// Shutdown: refuse new searches and stop the running ones (each returns
     /// its best result so far, so its request still completes).
-    pub fn stop_all(&self) {
+    pub(crate) fn stop_all(&self) {
         let running = self.running.lock().unwrap_or_else(|e| e.into_inner());
         self.stopping.store(true, Ordering::SeqCst);
         for cancel in running.iter().filter_map(Weak::upgrade) {

@@ -32,7 +32,7 @@ pub async fn probe_get(State(state): State<AppState>, request: FenRequest) -> Re
 
 #[derive(Debug, Deserialize, utoipa::ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct BatchRequest {
+pub(crate) struct BatchRequest {
     /// Positions in FEN, at most `limits.max_batch`.
     fens: Vec<String>,
 }
@@ -91,7 +91,7 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
 /// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct MetricQuery {
+pub(crate) struct MetricQuery {
     /// `dtm50` (default), `dtm` or `dtz`.
     #[serde(default)]
     #[param(inline)]
@@ -144,7 +144,7 @@ pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
 /// `?material=KRBvKQ`
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
-pub struct MaterialQuery {
+pub(crate) struct MaterialQuery {
     /// A table name: white's pieces, `v`, black's, kings included, 3 to 5
     /// pieces in all (e.g. `KRBvKQ`; either colouring). Required.
     #[param(required = true, example = "KRBvKQ")]
@@ -153,7 +153,7 @@ pub struct MaterialQuery {
 
 /// How far the built-in tables of one material are.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
-pub struct GenerationStatus {
+pub(crate) struct GenerationStatus {
     /// The table's canonical name (stronger side first), e.g. `KRBvKQ`.
     material: String,
     /// `ready` when it and every table it converts into can be probed;

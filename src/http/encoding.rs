@@ -33,7 +33,7 @@ impl Format {
     /// The encoding chosen by an `Accept` header: the explicitly named type
     /// (`application/json` or `application/cbor`) with the highest `q`,
     /// the first named on a tie; JSON when neither is named (`*/*`, none).
-    pub fn from_accept(accept: Option<&HeaderValue>) -> Format {
+    pub(crate) fn from_accept(accept: Option<&HeaderValue>) -> Format {
         let Some(accept) = accept else { return Format::Json };
         let bytes = accept.as_bytes();
         // What syzygy-tables.info sends: skip the general parse.
@@ -62,7 +62,7 @@ impl Format {
         best.1
     }
 
-    pub fn content_type(self) -> HeaderValue {
+    pub(crate) fn content_type(self) -> HeaderValue {
         match self {
             Format::Json => JSON,
             Format::Cbor => CBOR,
@@ -81,7 +81,7 @@ impl<S: Send + Sync> FromRequestParts<S> for Format {
 /// An answer serialized once, at the time it is computed, in every format
 /// it may be sent in: a cached answer is sent without any serializing.
 #[derive(Clone, Debug)]
-pub struct Encoded {
+pub(crate) struct Encoded {
     json: Bytes,
     cbor: Bytes,
     /// No value is pending (built-in tables still being generated): only
@@ -97,7 +97,7 @@ impl Encoded {
     /// Serialized in `format` only, for an answer sent once and never
     /// cached (the response cache is off, or a batch): the other format's
     /// body is left empty.
-    pub fn only<T: Serialize + ?Sized>(value: &T, format: Format) -> Encoded {
+    pub(crate) fn only<T: Serialize + ?Sized>(value: &T, format: Format) -> Encoded {
         let (json, cbor) = match format {
             Format::Json => (encode(value, format), Bytes::new()),
             Format::Cbor => (Bytes::new(), encode(value, format)),
@@ -113,13 +113,13 @@ impl Encoded {
     }
 
     /// A 200 response with the body in `format`.
-    pub fn response(&self, format: Format) -> Response {
+    pub(crate) fn response(&self, format: Format) -> Response {
         body_response(self.body(format).clone(), format)
     }
 }
 
 /// `value` in one format (for answers that are never cached).
-pub fn encode<T: Serialize + ?Sized>(value: &T, format: Format) -> Bytes {
+pub(crate) fn encode<T: Serialize + ?Sized>(value: &T, format: Format) -> Bytes {
     match format {
         Format::Json => Bytes::from(serde_json::to_vec(value).expect("answers always serialize")),
         Format::Cbor => {
@@ -131,7 +131,7 @@ pub fn encode<T: Serialize + ?Sized>(value: &T, format: Format) -> Bytes {
 }
 
 /// A 200 response with `value` encoded in `format`.
-pub fn respond<T: Serialize + ?Sized>(value: &T, format: Format) -> Response {
+pub(crate) fn respond<T: Serialize + ?Sized>(value: &T, format: Format) -> Response {
     body_response(encode(value, format), format)
 }
 
@@ -148,14 +148,14 @@ fn body_response(body: Bytes, format: Format) -> Response {
 /// header, and its clients never decode an error body as CBOR
 /// (syzygy-tables.info shows a failed answer's body to the user as it
 /// came); so errors on the lichess endpoints stay JSON, readable there.
-pub fn cbor_errors_on(path: &str) -> bool {
+pub(crate) fn cbor_errors_on(path: &str) -> bool {
     !(path == "/standard" || path.starts_with("/standard/"))
 }
 
 /// An error response (one made by [`ApiError`]'s `IntoResponse`, which
 /// leaves the error in the response's extensions) in `format`, keeping its
 /// status and other headers; any other response is returned as it is.
-pub fn negotiate_error(mut response: Response, format: Format) -> Response {
+pub(crate) fn negotiate_error(mut response: Response, format: Format) -> Response {
     let Some(error) = response.extensions().get::<ApiError>() else { return response };
     if format == Format::Json {
         response.headers_mut().append(header::VARY, VARY_ACCEPT);

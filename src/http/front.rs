@@ -44,7 +44,7 @@ type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Sen
 const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
 #[derive(Clone)]
-pub struct FrontLayer {
+pub(crate) struct FrontLayer {
     state: AppState,
     ids: RequestIds,
 }
@@ -64,7 +64,7 @@ impl<S> Layer<S> for FrontLayer {
 }
 
 #[derive(Clone)]
-pub struct Front<S> {
+pub(crate) struct Front<S> {
     inner: S,
     state: AppState,
     ids: RequestIds,
@@ -154,7 +154,7 @@ fn log_failure(status: StatusCode, latency: Duration) {
 }
 
 #[derive(Clone)]
-pub struct GuardLayer {
+pub(crate) struct GuardLayer {
     state: AppState,
 }
 
@@ -173,7 +173,7 @@ impl<S> Layer<S> for GuardLayer {
 }
 
 #[derive(Clone)]
-pub struct Guard<S> {
+pub(crate) struct Guard<S> {
     inner: S,
     state: AppState,
 }

@@ -18,7 +18,7 @@ const SHARDS: usize = 16;
 /// Answers by path and query, each with the generation it was computed on.
 type Shard = RwLock<FxHashMap<Box<str>, (u64, Encoded)>>;
 
-pub struct HotAnswers {
+pub(crate) struct HotAnswers {
     shards: [Shard; SHARDS],
     per_shard: usize,
 }
@@ -40,12 +40,12 @@ impl HotAnswers {
     /// The response stored for this request under `generation`, in
     /// `format` (answers of an earlier index, before a rescan, are never
     /// returned).
-    pub fn get(&self, path_and_query: &str, generation: u64, format: Format) -> Option<Response> {
+    pub(crate) fn get(&self, path_and_query: &str, generation: u64, format: Format) -> Option<Response> {
         let shard = self.shard(path_and_query).read().unwrap_or_else(|e| e.into_inner());
         shard.get(path_and_query).filter(|(g, _)| *g == generation).map(|(_, encoded)| encoded.response(format))
     }
 
-    pub fn insert(&self, path_and_query: &str, generation: u64, encoded: Encoded) {
+    pub(crate) fn insert(&self, path_and_query: &str, generation: u64, encoded: Encoded) {
         let mut shard = self.shard(path_and_query).write().unwrap_or_else(|e| e.into_inner());
         if shard.len() >= self.per_shard && !shard.contains_key(path_and_query) {
             shard.clear();
@@ -53,7 +53,7 @@ impl HotAnswers {
         shard.insert(path_and_query.into(), (generation, encoded));
     }
 
-    pub fn clear(&self) {
+    pub(crate) fn clear(&self) {
         for shard in &self.shards {
             shard.write().unwrap_or_else(|e| e.into_inner()).clear();
         }

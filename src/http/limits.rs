@@ -24,7 +24,7 @@ pub(super) const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];
 
 /// Token buckets by client address: `burst` tokens, refilled at
 /// `per_second`; a request takes one.
-pub struct RateLimiter {
+pub(crate) struct RateLimiter {
     per_second: f64,
     burst: f64,
     buckets: Mutex<HashMap<IpAddr, Bucket>>,
@@ -50,7 +50,7 @@ impl RateLimiter {
     }
 
     /// Takes a token for `client`, or says in how many seconds one is due.
-    pub fn check(&self, client: IpAddr, now: Instant) -> Result<(), u64> {
+    pub(crate) fn check(&self, client: IpAddr, now: Instant) -> Result<(), u64> {
         let mut buckets = self.buckets.lock().unwrap_or_else(|e| e.into_inner());
         if buckets.len() >= MAX_TRACKED_CLIENTS {
             buckets.retain(|_, b| b.tokens + now.duration_since(b.at).as_secs_f64() * self.per_second < self.burst);
@@ -94,12 +94,12 @@ pub async fn json_errors(response: Response, max_body_bytes: usize) -> Response 
 
 /// A panic in a handler answers 500 `internal_error` (and is logged by the
 /// panic hook) instead of dropping the connection.
-pub fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
+pub(crate) fn panic_response(_panic: Box<dyn std::any::Any + Send + 'static>) -> Response<Body> {
     ApiError::Internal.into_response()
 }
 
 /// CORS for the configured origins; `*` allows any (as lichess does).
-pub fn cors(limits: &Limits) -> CorsLayer {
+pub(crate) fn cors(limits: &Limits) -> CorsLayer {
     let origins = &limits.cors_allowed_origins;
     let allow_origin = if origins.iter().any(|o| o == "*") {
         AllowOrigin::from(Any)

@@ -13,30 +13,30 @@ use crate::{
 };
 
 /// A reference position shown on the page.
-pub struct Example {
+pub(crate) struct Example {
     pub fen: &'static str,
     pub caption: &'static str,
 }
 
 /// The reference positions (see the project's metrics documentation).
-pub const ROUNDING: Example = Example {
+pub(crate) const ROUNDING: Example = Example {
     fen: "1kb5/8/1KN5/3N4/8/8/8/8 b - - 0 1",
     caption: "KNN v KB, Black to move. Black's only legal move is Ka8, and the stored distance to zeroing does not shrink after it.",
 };
-pub const CURSED: Example = Example {
+pub(crate) const CURSED: Example = Example {
     fen: "8/8/2N5/8/3k4/7N/p2K4/8 b - - 0 1",
     caption: "KNN v KP, Black to move. Black can promote within 7 plies, yet the table reports a distance of 107: the win that follows is cursed.",
 };
-pub const ORDINARY: Example = Example {
+pub(crate) const ORDINARY: Example = Example {
     fen: "3k4/8/3K4/8/8/8/N7/1B6 w - - 0 1",
     caption: "KBN v K, White to move. An ordinary win: the distance to zeroing is 24 plies, far from the 100-ply limit.",
 };
 
 #[cfg(test)]
-pub const EXAMPLES: [&Example; 3] = [&ROUNDING, &CURSED, &ORDINARY];
+pub(crate) const EXAMPLES: [&Example; 3] = [&ROUNDING, &CURSED, &ORDINARY];
 
 /// Percent-encode a FEN for use in a query string.
-pub fn encode_fen(fen: &str) -> String {
+pub(crate) fn encode_fen(fen: &str) -> String {
     let mut out = String::with_capacity(fen.len() + 8);
     for b in fen.bytes() {
         match b {
@@ -56,14 +56,14 @@ fn escape(s: &str) -> String {
 
 /// The probe answer for a reference position as JSON (the same answer the
 /// API gives), or `None` when the tables are not available.
-pub fn live_answer(tb: &Tablebases, fen: &str) -> Option<Value> {
+pub(crate) fn live_answer(tb: &Tablebases, fen: &str) -> Option<Value> {
     let pos = parse_fen(fen).ok()?;
     let answer = probe::probe(tb, &pos, MoveOrder::Dtm50First).ok()?;
     serde_json::to_value(&answer).ok()
 }
 
 /// Live answers for the three examples, in the order rounding, cursed, ordinary.
-pub fn live_answers(tb: &Tablebases) -> [Option<Value>; 3] {
+pub(crate) fn live_answers(tb: &Tablebases) -> [Option<Value>; 3] {
     [live_answer(tb, ROUNDING.fen), live_answer(tb, CURSED.fen), live_answer(tb, ORDINARY.fen)]
 }
 

@@ -13,7 +13,7 @@ mod hot;
 mod lichess;
 mod limits;
 mod metrics_page;
-pub mod openapi;
+pub(crate) mod openapi;
 pub mod pages;
 mod serve;
 mod stats_page;
@@ -150,14 +150,14 @@ impl Shared {
         }
     }
 
-    pub fn set_ready(&self, ready: bool) {
+    pub(crate) fn set_ready(&self, ready: bool) {
         self.ready.store(ready, Ordering::SeqCst);
     }
 
     /// Shutdown has begun: report not ready (load balancers stop sending),
     /// refuse new searches and stop the running ones, whose requests then
     /// complete with the best result found so far.
-    pub fn begin_shutdown(&self) {
+    pub(crate) fn begin_shutdown(&self) {
         self.set_ready(false);
         self.searches.stop_all();
         // Generation is abandoned (nothing half-written is ever used); a

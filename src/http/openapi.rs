@@ -31,7 +31,7 @@ use crate::error::ErrorBody;
         (name = "pages", description = "Browser pages and their assets"),
     )
 )]
-pub struct ApiDoc;
+pub(crate) struct ApiDoc;
 
 /// The bearer token of operator actions (`admin_token_file`).
 struct AdminToken;
@@ -58,7 +58,7 @@ impl utoipa::Modify for AdminToken {
 /// tells which error it is.
 #[derive(IntoResponses)]
 #[allow(dead_code)] // describes responses; never constructed
-pub enum PositionErrors {
+pub(crate) enum PositionErrors {
     /// `missing_parameter`, `invalid_parameter` or `invalid_fen`.
     #[response(status = 400)]
     BadRequest(ErrorBody),
@@ -80,7 +80,7 @@ pub enum PositionErrors {
 /// an entry of `results`).
 #[derive(IntoResponses)]
 #[allow(dead_code)]
-pub enum BatchErrors {
+pub(crate) enum BatchErrors {
     /// `invalid_body`: not `{"fens": [...]}`.
     #[response(status = 400)]
     BadRequest(ErrorBody),
@@ -95,7 +95,7 @@ pub enum BatchErrors {
 /// Errors of the search endpoints.
 #[derive(IntoResponses)]
 #[allow(dead_code)]
-pub enum SearchErrors {
+pub(crate) enum SearchErrors {
     /// `missing_parameter`, `invalid_parameter` or `invalid_fen`.
     #[response(status = 400)]
     BadRequest(ErrorBody),
@@ -110,12 +110,12 @@ pub enum SearchErrors {
 
 /// `{"status": "ok"}` and the like.
 #[derive(serde::Serialize, ToSchema)]
-pub struct Status {
+pub(crate) struct Status {
     pub status: &'static str,
 }
 
 /// The whole document: [`ApiDoc`] and every route of [`super::routes`].
-pub fn document() -> utoipa::openapi::OpenApi {
+pub(crate) fn document() -> utoipa::openapi::OpenApi {
     let mut document = super::routes().split_for_parts().1;
     document_query_too_long(&mut document);
     document

@@ -19,7 +19,7 @@ use crate::board_svg::{self, SvgOptions};
 /// All page routes. Generic over the router state so it merges into any app
 /// whose state gives access to [`AppState`] (the metrics page probes its
 /// reference positions live).
-pub fn routes<S>() -> OpenApiRouter<S>
+pub(crate) fn routes<S>() -> OpenApiRouter<S>
 where
     S: Clone + Send + Sync + 'static,
     AppState: FromRef<S>,

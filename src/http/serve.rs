@@ -25,7 +25,7 @@ use crate::error::ApiError;
 
 /// The peer's address (`ConnectInfo<Peer>`), for the per-client rate limit.
 #[derive(Debug, Clone, Copy)]
-pub struct Peer(pub SocketAddr);
+pub(crate) struct Peer(pub SocketAddr);
 
 impl Connected<IncomingStream<'_, Listener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, Listener>) -> Peer {
@@ -40,7 +40,7 @@ impl Connected<IncomingStream<'_, Listener>> for Peer {
 /// connection still queued on it, requests already sent. So [`Drain`] first
 /// has it accept, without waiting, whatever is queued, then close (later
 /// connections are refused, which clients can tell from a broken request).
-pub struct Listener {
+pub(crate) struct Listener {
     socket: Option<TcpListener>,
     local_addr: SocketAddr,
     stage: watch::Receiver<Stage>,
@@ -58,7 +58,7 @@ enum Stage {
 }
 
 /// Asks a [`Listener`] to drain and close, and waits for it.
-pub struct Drain(watch::Sender<Stage>);
+pub(crate) struct Drain(watch::Sender<Stage>);
 
 impl Drain {
     /// Returns once the listener is closed, or after `limit` (a listener
@@ -161,7 +161,7 @@ fn accept_queued(socket: &TcpListener) -> Option<io::Result<(TcpStream, SocketAd
 }
 
 /// A connection's socket; see the module documentation.
-pub struct Conn {
+pub(crate) struct Conn {
     stream: TcpStream,
     /// A replacement for hyper's refusal being written, and how far.
     replacing: Option<(Vec<u8>, usize)>,

@@ -61,7 +61,7 @@ fn thousands(n: u64) -> String {
 }
 
 /// The list of tables with statistics: `(material, pieces)`, sorted.
-pub fn render_index(tables: &[(String, usize)]) -> String {
+pub(crate) fn render_index(tables: &[(String, usize)]) -> String {
     let mut html = head("Table statistics");
     html.push_str("<h1>Table statistics</h1>\n");
     if tables.is_empty() {

@@ -8,7 +8,7 @@ use tbgen::stats::{Bin, Example, Histogram, SideStats, TableStats};
 /// Statistics of one table.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
 #[schema(as = TableStats)]
-pub struct TableStatsBody {
+pub(crate) struct TableStatsBody {
     /// The table, e.g. `KQvKR` (stronger side first: White).
     material: String,
     /// Distinct legal positions under the table's symmetries, both sides to

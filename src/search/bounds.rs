@@ -16,7 +16,7 @@ const MAX_DTZ_TSV: &str = include_str!("../../data/max_dtz.tsv");
 
 /// The non-king pieces of both sides: `counts[color][role]` for pawn..queen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct MaterialKey {
+pub(crate) struct MaterialKey {
     /// Index 0 = white, 1 = black; roles in order P, N, B, R, Q.
     counts: [[u8; 5]; 2],
 }
@@ -24,17 +24,17 @@ pub struct MaterialKey {
 const NAME_ORDER: [(usize, char); 5] = [(4, 'Q'), (3, 'R'), (2, 'B'), (1, 'N'), (0, 'P')];
 
 impl MaterialKey {
-    pub fn from_counts(material: &ByColor<ByRole<u8>>) -> MaterialKey {
+    pub(crate) fn from_counts(material: &ByColor<ByRole<u8>>) -> MaterialKey {
         let side = |m: &ByRole<u8>| [m.pawn, m.knight, m.bishop, m.rook, m.queen];
         MaterialKey { counts: [side(&material.white), side(&material.black)] }
     }
 
-    pub fn of(pos: &Chess) -> MaterialKey {
+    pub(crate) fn of(pos: &Chess) -> MaterialKey {
         MaterialKey::from_counts(&pos.board().material())
     }
 
     /// Parses a Syzygy-style name such as `KBNvK`.
-    pub fn parse(name: &str) -> Option<MaterialKey> {
+    pub(crate) fn parse(name: &str) -> Option<MaterialKey> {
         let (w, b) = name.split_once('v')?;
         let mut counts = [[0u8; 5]; 2];
         for (side, s) in [w, b].into_iter().enumerate() {
@@ -50,7 +50,7 @@ impl MaterialKey {
         Some(MaterialKey { counts })
     }
 
-    pub fn pieces(&self) -> usize {
+    pub(crate) fn pieces(&self) -> usize {
         2 + self.counts.iter().flatten().map(|&c| usize::from(c)).sum::<usize>()
     }
 
@@ -67,7 +67,8 @@ impl MaterialKey {
         (*self).min(self.mirrored())
     }
 
-    pub fn name(&self) -> String {
+    #[cfg(test)]
+    pub(crate) fn name(&self) -> String {
         let side = |c: &[u8; 5]| {
             let mut s = String::from("K");
             for (idx, ch) in NAME_ORDER {
@@ -96,7 +97,7 @@ fn max_dtz_table() -> &'static HashMap<MaterialKey, i32> {
 /// `max_dtz'(class)`: the longest DTZ of the class + 2 (absorbs rounding),
 /// capped at 100; 0 for a class without decisive results. A class we have no
 /// figure for gets the cap, which is always sound for a win under the rule.
-pub fn max_dtz_prime_plies(material: MaterialKey) -> u32 {
+pub(crate) fn max_dtz_prime_plies(material: MaterialKey) -> u32 {
     if material.pieces() <= 2 {
         return 0;
     }
@@ -109,7 +110,7 @@ pub fn max_dtz_prime_plies(material: MaterialKey) -> u32 {
 
 /// Pawn moves still possible: 6 − rank per white pawn, rank − 1 per black pawn
 /// (ranks 0..7 from White's side). Promotions are not counted.
-pub fn pawn_moves(pos: &Chess) -> u32 {
+pub(crate) fn pawn_moves(pos: &Chess) -> u32 {
     let board = pos.board();
     let rank = |sq: shakmaty::Square| u32::from(sq.rank());
     let white: u32 = (board.pawns() & board.by_color(Color::White)).into_iter().map(|sq| 6 - rank(sq).min(6)).sum();
@@ -121,7 +122,7 @@ pub fn pawn_moves(pos: &Chess) -> u32 {
 /// plies: dynamic programming over captures, promotions and pawn moves, each
 /// successor phase contributing its own `max_dtz'`. Memoised by
 /// (material, pawn moves).
-pub fn max_sub_mate_plies(material: MaterialKey, pawn_moves: u32) -> u32 {
+pub(crate) fn max_sub_mate_plies(material: MaterialKey, pawn_moves: u32) -> u32 {
     // Every class the project's figures cover (up to 6 pieces), computed once
     // and then only read: no lock on the search's hot path.
     static PRECOMPUTED: OnceLock<HashMap<(MaterialKey, u32), u32>> = OnceLock::new();
@@ -262,7 +263,7 @@ impl MateBound {
 
     /// From an exact DTM50 (signed plies, positive when the side to move mates;
     /// 0 = draw, or checkmated when the position is checkmate).
-    pub fn from_dtm50(pos: &Chess, dtm50_plies: i32) -> Result<MateBound, NoBound> {
+    pub(crate) fn from_dtm50(pos: &Chess, dtm50_plies: i32) -> Result<MateBound, NoBound> {
         if pos.is_checkmate() {
             return Ok(MateBound::new(MateSide::Loss, 0, 0, Derivation::Rules));
         }

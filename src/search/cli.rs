@@ -29,7 +29,7 @@ fn uci_score(s: &Score) -> String {
     }
 }
 
-pub fn info_line(r: &SearchResult) -> String {
+pub(crate) fn info_line(r: &SearchResult) -> String {
     let nps = r.nodes * 1000 / r.elapsed_ms.max(1);
     let pv: Vec<&str> = r.pv.iter().map(|m| m.uci.as_str()).collect();
     format!(

@@ -8,7 +8,7 @@ use shakmaty::{Chess, Move, Position};
 use super::Oracle;
 
 /// A decided position's line to mate, read off DTM50.
-pub struct ExactLine {
+pub(crate) struct ExactLine {
     /// Signed plies to mate from the root: positive when the side to move mates.
     pub root_plies: i32,
     /// Best play for both sides until mate.
@@ -37,7 +37,7 @@ fn preference(plies: i32) -> i64 {
 
 /// The line for `pos` at its own clock, or `None` when the tables do not
 /// hold its DTM50, it is drawn, or a table is inconsistent along the way.
-pub fn dtm50_line(oracle: &dyn Oracle, pos: &Chess) -> Option<ExactLine> {
+pub(crate) fn dtm50_line(oracle: &dyn Oracle, pos: &Chess) -> Option<ExactLine> {
     let covered = |p: &Chess| p.board().occupied().count() <= oracle.max_pieces() && p.castles().is_empty();
     if !covered(pos) || pos.is_game_over() {
         return None;

@@ -6,7 +6,7 @@
 //! Probing policy stays outside: the search asks an [`Oracle`], which the
 //! service implements over its multi-source tables.
 
-pub mod bounds;
+pub(crate) mod bounds;
 mod cli;
 mod engine;
 mod exact;
@@ -123,7 +123,7 @@ impl Default for SearchOptions {
 }
 
 /// Handle to stop a running search from another thread (client gone, shutdown).
-pub type Cancel = Arc<AtomicBool>;
+pub(crate) type Cancel = Arc<AtomicBool>;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]

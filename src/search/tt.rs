@@ -7,14 +7,14 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BoundKind {
+pub(crate) enum BoundKind {
     Exact = 0,
     Lower = 1,
     Upper = 2,
 }
 
 #[derive(Debug, Clone, Copy)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// Packed move (see `engine::pack_move`), 0 for none.
     pub mv: u16,
     pub score: i32,
@@ -22,7 +22,7 @@ pub struct Entry {
     pub bound: BoundKind,
 }
 
-pub struct TranspositionTable {
+pub(crate) struct TranspositionTable {
     slots: Vec<[AtomicU64; 2]>,
     mask: u64,
 }
@@ -86,7 +86,7 @@ impl TranspositionTable {
 /// Table answers by position (the tables ignore the clock), shared by all
 /// threads: a DTZ probe costs far more than a node, and iterative deepening
 /// asks for the same positions again and again. Same torn-write check as the TT.
-pub struct ProbeCache {
+pub(crate) struct ProbeCache {
     slots: Vec<[AtomicU64; 2]>,
     mask: u64,
 }
@@ -94,7 +94,7 @@ pub struct ProbeCache {
 /// What one cache slot knows: each field `None` = not probed yet,
 /// `Some(None)` = the tables had no answer.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Probed {
+pub(crate) struct Probed {
     pub wdl: Option<Option<i8>>,
     pub dtz: Option<Option<(i16, bool)>>,
     pub dtm: Option<Option<i16>>,
@@ -106,7 +106,7 @@ impl ProbeCache {
         ProbeCache { slots: zeroed_slots(len), mask: len as u64 - 1 }
     }
 
-    pub fn get(&self, key: u64) -> Probed {
+    pub(crate) fn get(&self, key: u64) -> Probed {
         let slot = &self.slots[(key & self.mask) as usize];
         let check = slot[0].load(Ordering::Relaxed);
         let data = slot[1].load(Ordering::Relaxed);
@@ -131,7 +131,7 @@ impl ProbeCache {
         Probed { wdl, dtz, dtm }
     }
 
-    pub fn put(&self, key: u64, p: Probed) {
+    pub(crate) fn put(&self, key: u64, p: Probed) {
         let wdl = match p.wdl {
             None => 0,
             Some(None) => 6,

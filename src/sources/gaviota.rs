@@ -53,7 +53,7 @@ impl GaviotaSource {
 
     /// As [`GaviotaSource::open`], but restarts the library even when the
     /// directories are the same, so that it sees files replaced since.
-    pub fn reopen(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
+    pub(crate) fn reopen(dirs: &[PathBuf], cache_bytes: usize) -> GaviotaSource {
         GaviotaSource::open_impl(dirs, cache_bytes, true)
     }
 
@@ -113,7 +113,7 @@ impl GaviotaSource {
 /// first block; then one u32 per block boundary, from that offset up to the
 /// file's end, never decreasing. Catches empty, truncated and garbage files;
 /// not damage inside a block, nor a valid table under another table's name.
-pub fn check_cp4_header(path: &std::path::Path, bytes: u64) -> Result<(), String> {
+pub(crate) fn check_cp4_header(path: &std::path::Path, bytes: u64) -> Result<(), String> {
     if bytes == 0 {
         return Err("empty file".to_owned());
     }

@@ -7,7 +7,7 @@
 pub mod builtin;
 pub mod chesstb;
 pub mod gaviota;
-pub mod syzygy;
+pub(crate) mod syzygy;
 
 use std::{
     path::{Path, PathBuf},
@@ -48,7 +48,7 @@ pub enum Unanswered {
 pub type ProbeResult<T> = Result<Option<T>, Unanswered>;
 
 /// A move and the DTZ after it.
-pub type BestMove = (Move, MaybeRounded<Dtz>);
+pub(crate) type BestMove = (Move, MaybeRounded<Dtz>);
 
 /// What a table holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]

@@ -19,7 +19,7 @@ use crate::{config::SyzygyIo, domain::Source};
 const WDL_MAGIC: [u8; 4] = [0x71, 0xe8, 0x23, 0x5d];
 const DTZ_MAGIC: [u8; 4] = [0xd7, 0x66, 0x0c, 0xa5];
 
-pub struct SyzygySource {
+pub(crate) struct SyzygySource {
     tablebase: Tablebase<Chess>,
     tables: Vec<TableInfo>,
     /// Files present but refused at start-up, by table name: a probe that
@@ -135,10 +135,6 @@ impl SyzygySource {
     /// server does); two more never can, so those are not even tried.
     fn beyond_reach(&self, pos: &Chess) -> bool {
         pos.board().occupied().count() > self.tablebase.max_pieces() + 1
-    }
-
-    pub fn tablebase(&self) -> &Tablebase<Chess> {
-        &self.tablebase
     }
 }
 

@@ -27,8 +27,6 @@ use prometheus_client::{
     registry::{Registry, Unit},
 };
 
-pub use crate::probe_counts::{ProbeCount, ProbeCounts, ProbeMetric};
-
 use crate::{domain::Source, tablebase::Tablebases};
 
 /// Seconds, from 50 µs (a cached answer) to 20 s (the longest search).
@@ -40,7 +38,7 @@ fn seconds_histogram() -> Histogram {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RequestLabels {
+pub(crate) struct RequestLabels {
     /// The matched route template (`/api/v1/probe`), never the raw URI, so
     /// that the number of series stays bounded.
     pub route: String,
@@ -49,7 +47,7 @@ pub struct RequestLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct RouteLabels {
+pub(crate) struct RouteLabels {
     pub route: String,
 }
 
@@ -124,7 +122,7 @@ impl Telemetry {
         t
     }
 
-    pub fn record_request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
+    pub(crate) fn record_request(&self, route: &str, method: &str, status: u16, elapsed: Duration) {
         let key = FxBuildHasher.hash_one((route, method, status));
         let is = |s: &&RequestSeries| s.labels.status == status && s.labels.route == route && s.labels.method == method;
         let series = self.request_series.read().unwrap_or_else(|e| e.into_inner());
@@ -146,23 +144,23 @@ impl Telemetry {
         }
     }
 
-    pub fn record_cache(&self, hit: bool) {
+    pub(crate) fn record_cache(&self, hit: bool) {
         if hit { &self.cache_hits } else { &self.cache_misses }.inc();
     }
 
     /// Counts a request waiting for a probe slot until the guard is dropped.
-    pub fn probe_waiting(&self) -> GaugeGuard<'_> {
+    pub(crate) fn probe_waiting(&self) -> GaugeGuard<'_> {
         self.probes_waiting.inc();
         GaugeGuard { gauge: &self.probes_waiting }
     }
 
-    pub fn search_refused(&self) {
+    pub(crate) fn search_refused(&self) {
         self.searches_refused.inc();
     }
 
     /// Counts a running search until the returned guard is dropped, then
     /// records its duration.
-    pub fn search_started(&self) -> SearchGuard {
+    pub(crate) fn search_started(&self) -> SearchGuard {
         self.searches_running.inc();
         SearchGuard {
             running: self.searches_running.clone(),
@@ -179,7 +177,7 @@ impl Telemetry {
     }
 }
 
-pub struct GaugeGuard<'a> {
+pub(crate) struct GaugeGuard<'a> {
     gauge: &'a Gauge,
 }
 
@@ -189,7 +187,7 @@ impl Drop for GaugeGuard<'_> {
     }
 }
 
-pub struct SearchGuard {
+pub(crate) struct SearchGuard {
     running: Gauge,
     seconds: Histogram,
     started: std::time::Instant,
@@ -205,7 +203,7 @@ impl Drop for SearchGuard {
 /// Probe counts and table sizes, read from the tables at scrape time.
 /// The index in use, swapped whole by a rescan (probe counts then start
 /// again from zero, which Prometheus reads as a counter reset).
-pub type CurrentTables = Arc<std::sync::RwLock<Arc<Tablebases>>>;
+pub(crate) type CurrentTables = Arc<std::sync::RwLock<Arc<Tablebases>>>;
 
 struct TablesCollector(CurrentTables);
 
