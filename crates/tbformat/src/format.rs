@@ -33,15 +33,21 @@ use crate::{
     value::{self, DRAW, UNKNOWN},
 };
 
+/// The first 8 bytes of every table file.
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
 /// The format version this crate writes and the only one it reads.
 pub const VERSION: u32 = 7;
+/// Bytes of the header, before the block index.
 pub const HEADER_LEN: usize = 64;
+/// Metrics bit: the file holds DTZ50''.
 pub const METRIC_DTZ: u32 = 1;
+/// Metrics bit: the file holds DTM.
 pub const METRIC_DTM: u32 = 2;
+/// Metrics bit: the file holds DTM50.
 pub const METRIC_DTM50: u32 = 4;
 /// Every table has DTZ50'' and DTM; DTM50 may be left out.
 const BASE_METRICS: u32 = METRIC_DTZ | METRIC_DTM;
+/// Extension of a table file's name (`<material>.tbsb`).
 pub const EXTENSION: &str = "tbsb";
 
 /// Positions per block: a cold probe decodes one block of all metrics (64
@@ -70,8 +76,10 @@ pub enum Compression {
 }
 
 impl Compression {
+    /// The names [`Compression::parse`] takes, as configured.
     pub const NAMES: [&'static str; 2] = ["fast", "small"];
 
+    /// The compression of this name, if one has it.
     pub fn parse(name: &str) -> Option<Compression> {
         match name {
             "fast" => Some(Compression::Fast),
@@ -281,37 +289,56 @@ pub enum ColumnProblem {
     TooManyChangePoints,
 }
 
+/// A file's header, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// The material's name, e.g. `KQvKR`.
     pub material: String,
+    /// Index positions per metric, illegal ones included.
     pub positions: u64,
+    /// The metrics bits ([`METRIC_DTZ`], [`METRIC_DTM`], [`METRIC_DTM50`]).
     pub metrics: u32,
+    /// CRC-32 of the header (this field zero) and the block index.
     pub crc32: u32,
+    /// Legal positions of the table.
     pub legal_positions: u64,
+    /// Positions per block.
     pub block_positions: u32,
 }
 
 /// Where a block's frames are in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockEntry {
+    /// Where the block's first frame starts in the file.
     pub offset: usize,
     /// Compressed bytes of the DTZ, DTM and DTM50 frames.
     pub frame_bytes: [u32; 3],
+    /// CRC-32 of the block's bytes.
     pub crc32: u32,
 }
 
 impl BlockEntry {
+    /// Bytes of the block's frames together.
     pub fn len(&self) -> usize {
         self.frame_bytes.iter().map(|&n| n as usize).sum()
+    }
+
+    /// Whether all of the block's frames are empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 /// A table's block layout, as read from its header and block index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocks {
+    /// Index positions of the table.
     pub positions: usize,
+    /// Positions per block (the last block may have fewer).
     pub block_positions: usize,
+    /// Whether the blocks hold DTM50.
     pub has_dtm50: bool,
+    /// Each block's place in the file, in index order.
     pub entries: Vec<BlockEntry>,
 }
 
@@ -343,7 +370,9 @@ impl Blocks {
 /// One block decoded: its values by position in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DecodedBlock {
+    /// DTZ50'' of the block, by position in the block.
     pub dtz: Vec<u16>,
+    /// DTM of the block, by position in the block.
     pub dtm: Vec<u16>,
     /// DTM50 of the block, by position in the block; `None` in a table
     /// without DTM50.
@@ -541,7 +570,7 @@ const RISE_ESCAPE: u8 = 255;
 
 /// Writes a change point's rise (see [`RISE_ESCAPE`]).
 fn write_rise(rise: u16, out: &mut Vec<u8>) {
-    if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
+    if rise.is_multiple_of(8) && rise / 8 < RISE_ESCAPE as u16 {
         out.push((rise / 8) as u8);
     } else {
         out.push(RISE_ESCAPE);
@@ -565,8 +594,9 @@ const PAIRS: u16 = 240;
 #[inline]
 fn pair_byte(rise: u16, held: u8, held_bits: u32) -> Option<u8> {
     let moves = rise / 8;
-    let fits =
-        rise % 8 == 0 && (1..=PAIRS >> held_bits).contains(&moves) && (1..=1 << held_bits).contains(&(held as u16));
+    let fits = rise.is_multiple_of(8)
+        && (1..=PAIRS >> held_bits).contains(&moves)
+        && (1..=1 << held_bits).contains(&(held as u16));
     fits.then(|| ((moves - 1) << held_bits | (held as u16 - 1)) as u8)
 }
 
@@ -1337,6 +1367,8 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
     scratch.as_slice().to_vec()
 }
 
+/// Block `range` of a table's values (DTZ50'', DTM and, if given, DTM50
+/// by index), compressed as [`Compression`] says: its three frames.
 pub fn encode_block<D: Dtm50Slices>(
     compression: Compression,
     dtz: &[u16],
@@ -1486,7 +1518,7 @@ pub fn encode(
 
 /// The blocks of values given from a block boundary on (a whole table, or
 /// a part of one that starts and, unless it is the table's end, ends on a
-/// block boundary), compressed in parallel. DTM50 is by index less the
+/// block boundary), compressed in index order. DTM50 is by index less the
 /// first; a block's bytes do not depend on where it is.
 pub fn encode_blocks<D: Dtm50Slices>(
     compression: Compression,
@@ -1500,7 +1532,6 @@ pub fn encode_blocks<D: Dtm50Slices>(
     }
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))
-        .into_iter()
         .map(|b| {
             encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions))
         })
@@ -1972,7 +2003,7 @@ mod tests {
                 84..=87 => {
                     // One change point: a rise of 20 moves, or of 70 in
                     // every other block (escaped in both widths).
-                    let moves = if j / BLOCK_POSITIONS % 2 == 0 { 20 } else { 70 };
+                    let moves = if (j / BLOCK_POSITIONS).is_multiple_of(2) { 20 } else { 70 };
                     (dtz[j], dtm[j]) = (win, value::win(plies + 4));
                     functions[j] = vec![seg(dtm[j], 10), seg(value::win(plies + 4 + 2 * moves), 15)];
                 }
