@@ -104,16 +104,14 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
     };
     let chesstb = Chesstb::open(&[chesstb_dir], 64 << 20);
     let builtin_dir = common::generated_builtin_dir();
-    // A file of an older format version (left by an earlier run) is no
+    // A file of another format version (left by an earlier run) is no
     // table the service reads.
     let builtin_five = |pos: &Chess| {
         pos.board().occupied().count() == 5
             && common::builtin_file_version(
                 &builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board()))),
             )
-            .is_some_and(|v| {
-                (tbserver::builtin::format::OLDEST_READ_VERSION..=tbserver::builtin::format::VERSION).contains(&v)
-            })
+            .is_some_and(|v| v == tbserver::builtin::format::VERSION)
     };
     let mut counts = Counts::default();
     let mut check = |pos: &Chess| {

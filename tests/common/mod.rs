@@ -72,8 +72,8 @@ pub fn builtin_file_version(path: &std::path::Path) -> Option<u32> {
 /// keep them (`$TBSERVER_BUILTIN_TEST_DIR`, else the target's tmp dir).
 pub fn generated_builtin_dir() -> PathBuf {
     let dir = builtin_test_dir();
-    // Tables an older build left in an older format version that is still
-    // read: the tests compare the files with the current encoding.
+    // Tables an older build left in an older format version: the store
+    // would regenerate them too, one by one with a warning.
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "tbsb")

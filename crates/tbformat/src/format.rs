@@ -1,9 +1,9 @@
-//! On-disk format of a built-in table (`<material>.tbsb`), version 7:
-//! values in independently decodable zstd blocks behind a block index.
+//! On-disk format of a built-in table (`<material>.tbsb`): values in
+//! independently decodable zstd blocks behind a block index.
 //!
 //! ```text
 //! 0   8  magic "TBSBTIN\0"
-//! 8   4  format version (u32 LE) = 7 (5 and 6 are read too)
+//! 8   4  format version (u32 LE) = VERSION
 //! 12  4  header length = 64
 //! 16 16  material name, e.g. "KQvKR", zero-padded
 //! 32  8  index size N (u64): positions per metric, illegal ones included
@@ -19,20 +19,13 @@
 //! ```
 //! A frame is one zstd frame of a column of the block, transformed so that
 //! the common cases are zeros (see [`Columns`]); a frame of length 0 stands
-//! for a column of zeros, so a block of illegal indexes takes no bytes.
-//! Version 6 writes DTM and DTM50 for the won and lost positions only (a
-//! draw's are implied), and DTM50's change points only where DTM differs
-//! from DTZ50''; version 5 wrote them for every index. Version 7 writes
-//! DTM50's change points in one byte each where they fit, the positions
-//! that have them in order of DTM less DTZ50'' ([`Columns::dtm50_v7`]).
-//! Values use the encoding of [`crate::value`], DTM50 segments that of
-//! [`crate::dtm50::Segment`]. The index is the one of
-//! [`crate::index::Layout`]; a change to it must bump the version.
+//! for a column of zeros. Values use the encoding of [`crate::value`], DTM50
+//! segments that of [`crate::dtm50::Segment`]. The index is the one of
+//! [`crate::index::Layout`].
 //!
-//! Version 3 (raw u16 DTZ and DTM, u32 DTM50 first segments, an overflow
-//! log) and version 4 (version 5's encoding on the earlier index: 10 or 32
-//! white king squares by 64, identical men in every order) are recognised
-//! by their version field and refused, so that the store regenerates them.
+//! Only [`VERSION`] is read: a file whose version field holds another is
+//! refused ([`FormatError::UnsupportedVersion`]), and the store regenerates
+//! it. A change to the index or to any column's layout must bump it.
 
 use crate::{
     dtm50::{Dtm50Data, Dtm50Slices, Dtm50View, LAST_MOVE_CLOCK, MORE, Segment},
@@ -40,28 +33,31 @@ use crate::{
     value::{self, DRAW, UNKNOWN},
 };
 
+/// The first 8 bytes of every table file.
 pub const MAGIC: &[u8; 8] = b"TBSBTIN\0";
+/// The format version this crate writes and the only one it reads.
 pub const VERSION: u32 = 7;
-/// The oldest version read as it is: version 5 has the same index and
-/// blocks, with DTM and DTM50 written for every index.
-pub const OLDEST_READ_VERSION: u32 = 5;
+/// Bytes of the header, before the block index.
 pub const HEADER_LEN: usize = 64;
+/// Metrics bit: the file holds DTZ50''.
 pub const METRIC_DTZ: u32 = 1;
+/// Metrics bit: the file holds DTM.
 pub const METRIC_DTM: u32 = 2;
+/// Metrics bit: the file holds DTM50.
 pub const METRIC_DTM50: u32 = 4;
 /// Every table has DTZ50'' and DTM; DTM50 may be left out.
 const BASE_METRICS: u32 = METRIC_DTZ | METRIC_DTM;
+/// Extension of a table file's name (`<material>.tbsb`).
 pub const EXTENSION: &str = "tbsb";
 
-/// Positions per block: a cold probe decodes one block of all metrics
-/// (64 KiB decoded, in about 100 µs on the 2-core development machine). Blocks
-/// twice as large take 3% less disk, but each takes twice the cache and
-/// twice the time to decode.
+/// Positions per block: a cold probe decodes one block of all metrics (64
+/// KiB of DTZ50'' and DTM decoded). Larger blocks compress a little better,
+/// but each takes more cache and more time to decode.
 pub const BLOCK_POSITIONS: usize = 8192;
 
 /// zstd level of the frames ([`Compression::Fast`]): levels above it shrink
-/// the files a few percent more at several times the compression time,
-/// which generation pays.
+/// the files little more for several times the compression time, which
+/// generation pays.
 const ZSTD_LEVEL: i32 = 7;
 
 /// How hard zstd works on a table's frames (`builtin.compression`). Either
@@ -70,20 +66,20 @@ const ZSTD_LEVEL: i32 = 7;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Compression {
-    /// zstd level 7 (DTZ50'' and DTM with a shortest match of 6 bytes):
-    /// the 35 tables of 3–4 pieces in 63.1 MB, about 5 s of one core's
-    /// time compressing.
+    /// zstd level 7 (DTZ50'' and DTM with a shortest match of 6 bytes).
     #[default]
     Fast,
-    /// zstd's optimal parsing, its search sized to a block: 5.6% smaller
-    /// (59.6 MB), for 1.34 times the generation's CPU time. For tables made
-    /// once and shipped, such as a container image's.
+    /// zstd's optimal parsing, its search sized to a block: a few percent
+    /// smaller files for about a third more of the generation's CPU time.
+    /// For tables made once and shipped, such as a container image's.
     Small,
 }
 
 impl Compression {
+    /// The names [`Compression::parse`] takes, as configured.
     pub const NAMES: [&'static str; 2] = ["fast", "small"];
 
+    /// The compression of this name, if one has it.
     pub fn parse(name: &str) -> Option<Compression> {
         match name {
             "fast" => Some(Compression::Fast),
@@ -110,8 +106,8 @@ impl Compression {
         use zstd::zstd_safe::{CParameter, Strategy};
         let mut z = zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context");
         if self == Compression::Small {
-            // Measured on the 35 tables' columns (docs/builtin-format.md):
-            // a frame's input is at most a few tens of KiB.
+            // A frame's input is at most a few tens of KiB: windows and
+            // tables larger than that would only cost time.
             for p in [
                 CParameter::Strategy(Strategy::ZSTD_btopt),
                 CParameter::WindowLog(15),
@@ -129,9 +125,8 @@ impl Compression {
 }
 
 /// Shortest match zstd looks for in `fast`'s DTZ50'' and DTM frames (the
-/// level's is 4). On the 35 tables of 3–4 pieces: 1.8% and 0.5% smaller
-/// frames in three quarters and three fifths of the time; DTM50's
-/// frames would grow 3.7%.
+/// level's is 4): their frames come out smaller and faster, while DTM50's,
+/// whose bytes repeat in short strings, would grow.
 const ZSTD_VALUES_MIN_MATCH: u32 = 6;
 
 /// zstd level at which a DTM column's two layouts are compressed to tell
@@ -148,39 +143,202 @@ struct Compressors {
 
 const ENTRY_LEN: usize = 16;
 
+/// Why bytes are not a readable table of the current format.
+#[derive(Debug, thiserror::Error)]
+pub enum FormatError {
+    /// The file does not start with [`MAGIC`].
+    #[error("not a tbserver built-in table (bad magic)")]
+    BadMagic,
+    /// The version field holds another version than [`VERSION`].
+    #[error("format version {found}, expected {VERSION}")]
+    UnsupportedVersion {
+        /// The version the file says it is.
+        found: u32,
+    },
+    /// The header says it is longer or shorter than [`HEADER_LEN`].
+    #[error("header length {found}, expected {HEADER_LEN}")]
+    HeaderLength {
+        /// The header length the file gives.
+        found: u32,
+    },
+    /// The file holds another material's table.
+    #[error("holds {found}, expected {expected}")]
+    WrongMaterial {
+        /// The material named in the header.
+        found: String,
+        /// The material asked for.
+        expected: String,
+    },
+    /// The metrics field is neither DTZ50'' and DTM nor these and DTM50.
+    #[error("unexpected metrics {0:#x}")]
+    UnexpectedMetrics(u32),
+    /// The index size or the file's length is not the one the header and
+    /// block index call for.
+    #[error("size mismatch: {bytes} bytes for {positions} positions")]
+    SizeMismatch {
+        /// Bytes of the file.
+        bytes: usize,
+        /// Index positions the header gives.
+        positions: u64,
+    },
+    /// The CRC-32 of the header and block index is not the stored one.
+    #[error("header checksum mismatch: stored {stored:08x}, computed {computed:08x}")]
+    HeaderChecksum {
+        /// The CRC-32 in the header.
+        stored: u32,
+        /// The CRC-32 of the bytes.
+        computed: u32,
+    },
+    /// A block cannot be decoded; the others may be.
+    #[error("block {block}: {problem}")]
+    DamagedBlock {
+        /// The block's number in the block index.
+        block: usize,
+        /// What is wrong with it.
+        problem: BlockProblem,
+    },
+}
+
+/// What is wrong with a damaged block.
+#[derive(Debug, thiserror::Error)]
+pub enum BlockProblem {
+    /// The block index puts the block past the end of the file.
+    #[error("past the end of the file")]
+    PastTheEnd,
+    /// The CRC-32 of the block's bytes is not the one in the block index.
+    #[error("checksum mismatch: stored {stored:08x}, computed {computed:08x}")]
+    Checksum {
+        /// The CRC-32 in the block index.
+        stored: u32,
+        /// The CRC-32 of the bytes.
+        computed: u32,
+    },
+    /// A frame does not decompress to a column of its size.
+    #[error("{column} frame: {problem}")]
+    Frame {
+        /// The frame's column.
+        column: Column,
+        /// What zstd or the size check found.
+        problem: FrameProblem,
+    },
+    /// A column decompressed, but its content is not a column's.
+    #[error("{column} column {problem}")]
+    Column {
+        /// The column.
+        column: Column,
+        /// What is wrong with its content.
+        problem: ColumnProblem,
+    },
+}
+
+/// One of a block's three columns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Column {
+    /// DTZ50''.
+    Dtz,
+    /// DTM.
+    Dtm,
+    /// DTM50.
+    Dtm50,
+}
+
+impl std::fmt::Display for Column {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Column::Dtz => "DTZ",
+            Column::Dtm => "DTM",
+            Column::Dtm50 => "DTM50",
+        })
+    }
+}
+
+/// Why a frame does not decompress to its column.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameProblem {
+    /// The bytes are not a zstd frame that records its content size.
+    #[error("not a zstd frame")]
+    NotZstd,
+    /// The frame's content is not the size of its column.
+    #[error("frame of {0} bytes, not the size of its column")]
+    WrongSize(usize),
+    /// zstd failed to decompress it.
+    #[error("zstd: {0}")]
+    Zstd(#[source] std::io::Error),
+    /// It decompressed to fewer bytes than it records.
+    #[error("frame shorter than it says")]
+    Short,
+}
+
+/// What is wrong with a decompressed column's content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum ColumnProblem {
+    /// It ends before its values do.
+    #[error("too short")]
+    TooShort,
+    /// It goes on after its values.
+    #[error("longer than its values")]
+    TooLong,
+    /// Its kind byte is none this format defines.
+    #[error("of unknown kind {0}")]
+    UnknownKind(u8),
+    /// A DTM50 column of kind 0, which stands for zeros, holds other bytes.
+    #[error("of zeros with bytes that are not zero")]
+    NotZeros,
+    /// A position has more DTM50 change points than there are clocks.
+    #[error("with more change points than clocks")]
+    TooManyChangePoints,
+}
+
+/// A file's header, as read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Header {
+    /// The material's name, e.g. `KQvKR`.
     pub material: String,
+    /// Index positions per metric, illegal ones included.
     pub positions: u64,
+    /// The metrics bits ([`METRIC_DTZ`], [`METRIC_DTM`], [`METRIC_DTM50`]).
     pub metrics: u32,
+    /// CRC-32 of the header (this field zero) and the block index.
     pub crc32: u32,
+    /// Legal positions of the table.
     pub legal_positions: u64,
+    /// Positions per block.
     pub block_positions: u32,
 }
 
 /// Where a block's frames are in the file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BlockEntry {
+    /// Where the block's first frame starts in the file.
     pub offset: usize,
     /// Compressed bytes of the DTZ, DTM and DTM50 frames.
     pub frame_bytes: [u32; 3],
+    /// CRC-32 of the block's bytes.
     pub crc32: u32,
 }
 
 impl BlockEntry {
+    /// Bytes of the block's frames together.
     pub fn len(&self) -> usize {
         self.frame_bytes.iter().map(|&n| n as usize).sum()
+    }
+
+    /// Whether all of the block's frames are empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
 /// A table's block layout, as read from its header and block index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocks {
-    /// Format version of the file ([`OLDEST_READ_VERSION`]..=[`VERSION`]).
-    pub version: u32,
+    /// Index positions of the table.
     pub positions: usize,
+    /// Positions per block (the last block may have fewer).
     pub block_positions: usize,
+    /// Whether the blocks hold DTM50.
     pub has_dtm50: bool,
+    /// Each block's place in the file, in index order.
     pub entries: Vec<BlockEntry>,
 }
 
@@ -212,7 +370,9 @@ impl Blocks {
 /// One block decoded: its values by position in the block.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DecodedBlock {
+    /// DTZ50'' of the block, by position in the block.
     pub dtz: Vec<u16>,
+    /// DTM of the block, by position in the block.
     pub dtm: Vec<u16>,
     /// DTM50 of the block, by position in the block; `None` in a table
     /// without DTM50.
@@ -313,46 +473,39 @@ impl DecodedBlock {
     }
 }
 
-/// The transformed columns of one block, before compression. Each is laid
-/// out in byte planes (all low bytes, then all high bytes) and expressed
-/// relative to what usually equals it, so that the common cases are runs
-/// of zeros:
-/// - DTZ50'': as is;
-/// - DTM: less DTZ50'' (equal wherever only mate zeroes the clock);
-/// - DTM50, per position: its value at clock 0 less DTM (equal whenever the
-///   50-move rule does not bind at clock 0); the last clock of its last
+/// The transformed columns of one block, before compression. Values of
+/// two bytes are laid out in byte planes (all low bytes, then all high
+/// bytes) and expressed relative to what usually equals them, so that the
+/// common cases are runs of zeros. The won and lost positions are those
+/// whose DTZ50'' is a win or a loss; DTM and DTM50 are written for them
+/// only, a draw's being implied: the zeros of the draws and the repeats of
+/// illegal indexes between the values would cost zstd more than they save.
+///
+/// - DTZ50'' ([`Columns::dtz`]): per index, its value, an illegal index
+///   (never probed) as a draw.
+/// - DTM ([`Columns::dtm`]): a kind byte ([`DtmColumn`]), then per won or
+///   lost position its plies less DTZ50'''s (zig-zag; equal wherever only
+///   mate zeroes the clock) or its plies, whichever compresses smaller, in
+///   one byte plane if all fit, else two.
+/// - DTM50 ([`Columns::dtm50`]): a kind byte ([`Dtm50Column`]), then per won
+///   or lost position its value at clock 0 less DTM (equal whenever the
+///   50-move rule does not bind at clock 0) and the last clock of its last
 ///   segment less `100 - DTZ50''` (the clock budget a zeroing move within
-///   DTZ50'' plies leaves; mostly exact); how many times the value changes
-///   over the clocks; then, for each change point, the value's increase and
-///   the number of clocks the previous value held for.
+///   DTZ50'' plies leaves; mostly exact), then the change points of the
+///   positions whose DTM differs from DTZ50'' (elsewhere DTM50 is DTM up to
+///   the last clock): ordered by that difference, since positions alike in
+///   it change alike, most in one head byte per position, the rest in a
+///   tail.
 ///
-/// Illegal indexes (DTZ50'' unknown) are never probed: they repeat the
-/// previous position's columns (with no change points), which costs next to
-/// nothing, and read back as that position's values.
-///
-/// That is version 5. Version 6 writes an illegal index's DTZ50'' as a draw,
-/// and DTM and DTM50 for the won and lost positions (by DTZ50'') only, a
-/// draw's being implied: on the 35 tables of 3–4 pieces, the zeros of the
-/// draws and the repeats of illegal indexes between the values cost zstd
-/// more than they save. DTM is then, per block, whichever compresses
-/// smaller: its plies less DTZ50'''s (zig-zag), or its plies. DTM50 is, per
-/// won or lost position, its first segment's value less DTM and its last
-/// clock less the expected one, then, for those whose DTM differs from
-/// DTZ50'' (elsewhere DTM50 is DTM up to the last clock), the number of
-/// change points and each one's rise and held clocks side by side. Each
-/// column starts with a byte saying which of these it is ([`DtmColumn`],
-/// [`Dtm50Column`]): a block that breaks an assumption (a drawn position
-/// whose DTM is not a draw, say) falls back to version 5's column.
-///
-/// Version 7 is version 6 with a smaller DTM50 column: the same first
-/// values and last clocks, then the change points of the positions whose
-/// DTM differs from DTZ50'' ordered by that difference (positions alike in
-/// it change alike), most in one head byte per position, the rest in a
-/// tail (see [`Columns::dtm50_v7`]). On the 35 tables of 3–4 pieces DTM50
-/// falls from 30.4 to 22.8 MB.
+/// A block that breaks an assumption of these layouts writes the column
+/// for every index instead: DTM where a drawn position's DTM is not a draw
+/// or a won or lost position's is of another kind
+/// ([`DtmColumn::EveryIndex`]), DTM50 where a drawn position's DTM50 is not
+/// a draw or a position whose DTM is DTZ50'' has DTM50 change points
+/// ([`Columns::dtm50_every_index`]).
 struct Columns;
 
-/// How a version 6 DTM column is written.
+/// How a DTM column is written: its first byte.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 enum DtmColumn {
@@ -360,23 +513,24 @@ enum DtmColumn {
     LessDtz = 0,
     /// Per won or lost position, its plies.
     Plies = 1,
-    /// Version 5's: per index, DTM less DTZ50'' (wrapping).
+    /// Per index, DTM less DTZ50'' (wrapping), in two planes; an illegal
+    /// index's is 0.
     EveryIndex = 2,
 }
 
-/// How a version 6 or 7 DTM50 column is written.
+/// How a DTM50 column is written: its first byte.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 #[repr(u8)]
 enum Dtm50Column {
-    /// Version 6's: won and lost positions only, change points only where
-    /// DTM differs from DTZ50'', each in two or four bytes. Version 7 has
-    /// it only as an empty frame (all its values zero).
-    Decisive = 0,
-    /// Version 5's: every index.
+    /// A paired column all of whose bytes after the kind are zero: no
+    /// change points, and each first value and last clock as expected.
+    /// Written only as an empty frame.
+    Zeros = 0,
+    /// Every index ([`Columns::dtm50_every_index`]).
     EveryIndex = 1,
-    /// Version 7's: as `Decisive`, but the positions with change points in
-    /// order of their DTM less DTZ50'', a change point in one byte of which
-    /// 4 bits are the clocks held ([`pair_byte`]).
+    /// Won and lost positions, their change points in order of their DTM
+    /// less DTZ50'', a change point in one byte of which 4 bits are the
+    /// clocks held ([`pair_byte`]).
     Paired4 = 2,
     /// The same with 3 bits of clocks held.
     Paired3 = 3,
@@ -414,9 +568,9 @@ fn unzigzag(u: u16) -> i32 {
 /// or this and the rise as it is.
 const RISE_ESCAPE: u8 = 255;
 
-/// A change point's rise as versions 6 and 7 write it (see [`RISE_ESCAPE`]).
+/// Writes a change point's rise (see [`RISE_ESCAPE`]).
 fn write_rise(rise: u16, out: &mut Vec<u8>) {
-    if rise % 8 == 0 && rise / 8 < RISE_ESCAPE as u16 {
+    if rise.is_multiple_of(8) && rise / 8 < RISE_ESCAPE as u16 {
         out.push((rise / 8) as u8);
     } else {
         out.push(RISE_ESCAPE);
@@ -425,13 +579,13 @@ fn write_rise(rise: u16, out: &mut Vec<u8>) {
 }
 
 /// A rise [`write_rise`] wrote, its bytes taken by `next`.
-fn read_rise(mut next: impl FnMut() -> Result<u8, String>) -> Result<u16, String> {
+fn read_rise(mut next: impl FnMut() -> Result<u8, ColumnProblem>) -> Result<u16, ColumnProblem> {
     let code = next()?;
     Ok(if code == RISE_ESCAPE { u16::from_le_bytes([next()?, next()?]) } else { code as u16 * 8 })
 }
 
 /// Pair bytes below it hold a change point whole; [`RISE_ESCAPE`] says it
-/// is written after the tail (version 7).
+/// is written after the tail.
 const PAIRS: u16 = 240;
 
 /// A change point in one byte, if it fits: the rise in moves less one above
@@ -440,8 +594,9 @@ const PAIRS: u16 = 240;
 #[inline]
 fn pair_byte(rise: u16, held: u8, held_bits: u32) -> Option<u8> {
     let moves = rise / 8;
-    let fits =
-        rise % 8 == 0 && (1..=PAIRS >> held_bits).contains(&moves) && (1..=1 << held_bits).contains(&(held as u16));
+    let fits = rise.is_multiple_of(8)
+        && (1..=PAIRS >> held_bits).contains(&moves)
+        && (1..=1 << held_bits).contains(&(held as u16));
     fits.then(|| ((moves - 1) << held_bits | (held as u16 - 1)) as u8)
 }
 
@@ -451,7 +606,7 @@ fn unpair(b: u8, held_bits: u32) -> (u16, u8) {
 }
 
 /// Where a won or lost position whose DTM differs from DTZ50'' goes among a
-/// version 7 column's records: by win or loss, then by DTM less DTZ50''
+/// paired DTM50 column's records: by win or loss, then by DTM less DTZ50''
 /// (in plies, up to 63), then by DTM (plies mod 32). Positions alike in
 /// these have alike change points, which then stand side by side.
 #[inline]
@@ -461,9 +616,9 @@ fn record_key(z: u16, m: u16) -> u16 {
 }
 const RECORD_KEYS: usize = 1 << 12;
 
-/// Head byte of a record of a version 7 column: no change point (0), one in
-/// its pair byte (1..=240, the byte plus one), so many change points in the
-/// tail (241..=254: 2..=15), or their number and them in the tail.
+/// Head byte of a record of a paired DTM50 column: no change point (0), one
+/// in its pair byte (1..=240, the byte plus one), so many change points in
+/// the tail (241..=254: 2..=15), or their number and them in the tail.
 const HEAD_COUNTED: u8 = 255;
 const HEAD_IN_TAIL: u8 = 241;
 
@@ -517,10 +672,10 @@ fn expected_last_clock(dtz: u16, first_value: u16) -> u8 {
     if decisive(first_value) { (100 - value::plies(dtz) as i32).clamp(0, LAST_MOVE_CLOCK as i32) as u8 } else { 0 }
 }
 
-/// What version 6 and 7 DTM50 columns have in common: per won or lost
-/// position (by DTZ50''), its first value less DTM and its last clock less
-/// the expected one; the functions of those whose DTM differs from
-/// DTZ50'', with their place in the block.
+/// What a paired DTM50 column is made of: per won or lost position (by
+/// DTZ50''), its first value less DTM and its last clock less the expected
+/// one; the functions of those whose DTM differs from DTZ50'', with their
+/// place in the block.
 struct Decisive<'a> {
     first: Vec<u16>,
     last_clock: Vec<u8>,
@@ -565,31 +720,110 @@ impl Columns {
         out.extend(values.map(|v| (v >> 8) as u8));
     }
 
-    fn unplanes16(bytes: &[u8], n: usize) -> Result<impl Iterator<Item = u16> + '_, String> {
+    fn unplanes16(bytes: &[u8], n: usize) -> Result<impl Iterator<Item = u16> + '_, ColumnProblem> {
         if bytes.len() < 2 * n {
-            return Err("column too short".into());
+            return Err(ColumnProblem::TooShort);
         }
         Ok((0..n).map(move |i| bytes[i] as u16 | (bytes[n + i] as u16) << 8))
     }
 
-    /// Version 5's DTZ50'' and DTM columns, illegal indexes filled in.
-    #[cfg(test)]
-    fn dtz_dtm(dtz: &[u16], dtm: &[u16]) -> (Vec<u16>, Vec<u16>) {
-        let (mut z, mut m) = (Vec::with_capacity(dtz.len()), Vec::with_capacity(dtz.len()));
-        let (mut last_z, mut last_m) = (0, 0);
-        for (&vz, &vm) in dtz.iter().zip(dtm) {
-            if vz != UNKNOWN {
-                (last_z, last_m) = (vz, vm);
-            }
-            z.push(last_z);
-            m.push(last_m.wrapping_sub(last_z));
+    /// Values in one byte plane if all are below 256, else in two.
+    fn narrow_planes(values: &[u16], out: &mut Vec<u8>) {
+        out.extend(values.iter().map(|&v| v as u8));
+        if values.iter().any(|&v| v > 0xff) {
+            out.extend(values.iter().map(|&v| (v >> 8) as u8));
         }
-        (z, m)
     }
 
-    /// The DTM50 column of a block whose DTZ50'', DTM and DTM50 (by
-    /// position in the block) are given.
-    fn dtm50(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+    /// The DTZ50'' column of a block, before its planes: an illegal index
+    /// is a draw.
+    fn dtz(dtz: &[u16]) -> Vec<u16> {
+        dtz.iter().map(|&v| if v == UNKNOWN { DRAW } else { v }).collect()
+    }
+
+    /// The DTM frame of a block whose DTZ50'' (`dtz`, illegal indexes
+    /// unknown; `z` as written) and DTM are given.
+    fn dtm(dtz: &[u16], z: &[u16], dtm: &[u16], ctx: &mut Compressors, scratch: &mut Vec<u8>) -> Vec<u8> {
+        // A won or lost position's DTM is of its DTZ50'''s kind, and a
+        // draw's is a draw.
+        let implied = (0..z.len())
+            .all(|j| if decisive(z[j]) { dtm[j] & 3 == z[j] & 3 } else { dtz[j] == UNKNOWN || dtm[j] == DRAW });
+        let mut raw = Vec::with_capacity(2 * z.len() + 1);
+        if !implied {
+            raw.push(DtmColumn::EveryIndex as u8);
+            Self::planes16(
+                (0..z.len()).map(|j| if dtz[j] == UNKNOWN { 0 } else { dtm[j].wrapping_sub(z[j]) }),
+                &mut raw,
+            );
+            return compress(&raw, &mut ctx.values, scratch);
+        }
+        let won_lost = || z.iter().zip(dtm).filter(|(vz, _)| decisive(**vz));
+        let less: Vec<u16> =
+            won_lost().map(|(&vz, &vm)| zigzag(value::plies(vm) as i32 - value::plies(vz) as i32)).collect();
+        raw.push(DtmColumn::LessDtz as u8);
+        Self::narrow_planes(&less, &mut raw);
+        if raw.iter().all(|&b| b == 0) {
+            return Vec::new();
+        }
+        let plies: Vec<u16> = won_lost().map(|(_, &vm)| value::plies(vm)).collect();
+        let mut other = Vec::with_capacity(raw.len());
+        other.push(DtmColumn::Plies as u8);
+        Self::narrow_planes(&plies, &mut other);
+        // Which layout is smaller, told by a quick pass over both: it
+        // nearly always picks the smaller, in a fraction of the time of
+        // compressing both for the file.
+        if compress(&other, &mut ctx.estimate, scratch).len() < compress(&raw, &mut ctx.estimate, scratch).len() {
+            raw = other;
+        }
+        compress(&raw, &mut ctx.values, scratch)
+    }
+
+    /// Zero bytes an empty DTM frame stands for: the kind and a byte per
+    /// won or lost position.
+    fn dtm_zeros(won_lost: usize) -> usize {
+        1 + won_lost
+    }
+
+    /// DTM from its column, given DTZ50'' and the positions it says are
+    /// won or lost ([`decisive_indexes`]).
+    fn undtm(bytes: &[u8], z: &[u16], decisive: &[u32]) -> Result<Vec<u16>, ColumnProblem> {
+        let won_lost = decisive.len();
+        let (&kind, rest) = bytes.split_first().ok_or(ColumnProblem::TooShort)?;
+        if kind == DtmColumn::EveryIndex as u8 {
+            return Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect());
+        }
+        let less = match kind {
+            k if k == DtmColumn::LessDtz as u8 => true,
+            k if k == DtmColumn::Plies as u8 => false,
+            k => return Err(ColumnProblem::UnknownKind(k)),
+        };
+        let high = match rest.len() {
+            n if n == won_lost => None,
+            n if n == 2 * won_lost => Some(&rest[won_lost..]),
+            n if n < won_lost => return Err(ColumnProblem::TooShort),
+            _ => return Err(ColumnProblem::TooLong),
+        };
+        let mut out = vec![DRAW; z.len()];
+        for (k, &j) in decisive.iter().enumerate() {
+            let vz = z[j as usize];
+            let u = rest[k] as u16 | high.map_or(0, |h| (h[k] as u16) << 8);
+            let plies = if less { value::plies(vz) as i32 + unzigzag(u) } else { u as i32 };
+            out[j as usize] = (plies.clamp(0, value::MAX_PLIES as i32) as u16) << 2 | (vz & 3);
+        }
+        Ok(out)
+    }
+
+    /// The DTM50 column of a block that breaks an assumption of the paired
+    /// column, after its kind byte, per index: its value at clock 0 less
+    /// DTM, the last clock of its last segment less the expected one, how
+    /// many times the value changes over the clocks; then, for each change
+    /// point, the value's increase and the number of clocks the previous
+    /// value held for. Illegal indexes repeat the previous position's first
+    /// value and last clock, with no change points: they cost next to
+    /// nothing, and are never read.
+    fn dtm50_every_index(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+        out.clear();
+        out.push(Dtm50Column::EveryIndex as u8);
         let n = dtz.len();
         let (mut first, mut last_clock, mut changes) =
             (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
@@ -619,17 +853,21 @@ impl Columns {
         out.extend_from_slice(&held);
     }
 
-    fn undtm50(bytes: &[u8], dtz: &[u16], dtm: &[u16]) -> Result<Dtm50Data, String> {
+    /// DTM50 from a [`Columns::dtm50_every_index`] column after its kind
+    /// byte.
+    fn undtm50_every_index(bytes: &[u8], dtz: &[u16], dtm: &[u16]) -> Result<Dtm50Data, ColumnProblem> {
         let n = dtm.len();
         if bytes.len() < 4 * n {
-            return Err("DTM50 column too short".into());
+            return Err(ColumnProblem::TooShort);
         }
         let first = Self::unplanes16(&bytes[..2 * n], n)?;
         let (last_clock, changes) = (&bytes[2 * n..3 * n], &bytes[3 * n..4 * n]);
         let extra: usize = changes.iter().map(|&c| c as usize).sum();
         let rest = &bytes[4 * n..];
-        if rest.len() != 3 * extra {
-            return Err("DTM50 change points do not match their count".into());
+        match rest.len().cmp(&(3 * extra)) {
+            std::cmp::Ordering::Less => return Err(ColumnProblem::TooShort),
+            std::cmp::Ordering::Greater => return Err(ColumnProblem::TooLong),
+            std::cmp::Ordering::Equal => {}
         }
         let mut rise = Self::unplanes16(&rest[..2 * extra], extra)?;
         let held = &rest[2 * extra..];
@@ -640,7 +878,7 @@ impl Columns {
             let value = f.wrapping_add(dtm[j]);
             let count = changes[j] as usize;
             if count > change.len() {
-                return Err("more change points than clocks".into());
+                return Err(ColumnProblem::TooManyChangePoints);
             }
             for (c, &h) in change[..count].iter_mut().zip(&held[s..s + count]) {
                 *c = (rise.next().expect("counted"), h);
@@ -657,146 +895,48 @@ impl Columns {
         d.overflow_start.push(d.segments.len() as u32);
         Ok(d)
     }
-}
 
-impl Columns {
-    /// Values in one byte plane if all are below 256, else in two.
-    fn narrow_planes(values: &[u16], out: &mut Vec<u8>) {
-        out.extend(values.iter().map(|&v| v as u8));
-        if values.iter().any(|&v| v > 0xff) {
-            out.extend(values.iter().map(|&v| (v >> 8) as u8));
-        }
-    }
-
-    /// Version 6's DTZ50'' column of a block: an illegal index is a draw.
-    fn dtz_v6(dtz: &[u16]) -> Vec<u16> {
-        dtz.iter().map(|&v| if v == UNKNOWN { DRAW } else { v }).collect()
-    }
-
-    /// Version 6's DTM frame of a block whose DTZ50'' (`dtz`, illegal
-    /// indexes unknown; `z` as written) and DTM are given.
-    fn dtm_v6(dtz: &[u16], z: &[u16], dtm: &[u16], ctx: &mut Compressors, scratch: &mut Vec<u8>) -> Vec<u8> {
-        // A won or lost position's DTM is of its DTZ50'''s kind, and a
-        // draw's is a draw.
-        let implied = (0..z.len())
-            .all(|j| if decisive(z[j]) { dtm[j] & 3 == z[j] & 3 } else { dtz[j] == UNKNOWN || dtm[j] == DRAW });
-        let mut raw = Vec::with_capacity(2 * z.len() + 1);
-        if !implied {
-            raw.push(DtmColumn::EveryIndex as u8);
-            Self::planes16(
-                (0..z.len()).map(|j| if dtz[j] == UNKNOWN { 0 } else { dtm[j].wrapping_sub(z[j]) }),
-                &mut raw,
-            );
-            return compress(&raw, &mut ctx.values, scratch);
-        }
-        let won_lost = || z.iter().zip(dtm).filter(|(vz, _)| decisive(**vz));
-        let less: Vec<u16> =
-            won_lost().map(|(&vz, &vm)| zigzag(value::plies(vm) as i32 - value::plies(vz) as i32)).collect();
-        raw.push(DtmColumn::LessDtz as u8);
-        Self::narrow_planes(&less, &mut raw);
-        if raw.iter().all(|&b| b == 0) {
-            return Vec::new();
-        }
-        let plies: Vec<u16> = won_lost().map(|(_, &vm)| value::plies(vm)).collect();
-        let mut other = Vec::with_capacity(raw.len());
-        other.push(DtmColumn::Plies as u8);
-        Self::narrow_planes(&plies, &mut other);
-        // Which layout is smaller, told by a quick pass over both: the
-        // files lose 0.2% of DTM to it, and the pass takes a quarter of the
-        // time of compressing both for the file.
-        if compress(&other, &mut ctx.estimate, scratch).len() < compress(&raw, &mut ctx.estimate, scratch).len() {
-            raw = other;
-        }
-        compress(&raw, &mut ctx.values, scratch)
-    }
-
-    /// Zero bytes an empty version 6 DTM frame stands for.
-    fn dtm_v6_zeros(won_lost: usize) -> usize {
-        1 + won_lost
-    }
-
-    /// DTM from a version 6 column, given DTZ50'' and the positions it
-    /// says are won or lost ([`decisive_indexes`]).
-    fn undtm_v6(bytes: &[u8], z: &[u16], decisive: &[u32]) -> Result<Vec<u16>, String> {
-        let won_lost = decisive.len();
-        let (&kind, rest) = bytes.split_first().ok_or("DTM column empty")?;
-        if kind == DtmColumn::EveryIndex as u8 {
-            return Ok(Self::unplanes16(rest, z.len())?.zip(z).map(|(d, &vz)| d.wrapping_add(vz)).collect());
-        }
-        let less = match kind {
-            k if k == DtmColumn::LessDtz as u8 => true,
-            k if k == DtmColumn::Plies as u8 => false,
-            k => return Err(format!("unknown DTM column kind {k}")),
-        };
-        let high = match rest.len() {
-            n if n == won_lost => None,
-            n if n == 2 * won_lost => Some(&rest[won_lost..]),
-            _ => return Err("DTM column not the size of its values".into()),
-        };
-        let mut out = vec![DRAW; z.len()];
-        for (k, &j) in decisive.iter().enumerate() {
-            let vz = z[j as usize];
-            let u = rest[k] as u16 | high.map_or(0, |h| (h[k] as u16) << 8);
-            let plies = if less { value::plies(vz) as i32 + unzigzag(u) } else { u as i32 };
-            out[j as usize] = (plies.clamp(0, value::MAX_PLIES as i32) as u16) << 2 | (vz & 3);
-        }
-        Ok(out)
-    }
-
-    /// Version 6's DTM50 column of a block whose DTZ50'' (`dtz`, illegal
-    /// indexes unknown; `z` as written), DTM and DTM50 are given.
-    #[cfg(test)]
-    fn dtm50_v6(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        let Some(Decisive { first, last_clock, records }) = Decisive::of(dtz, z, dtm, d) else {
-            return Self::dtm50_every_index(dtz, dtm, d, out);
-        };
-        let mut points = Vec::new();
-        for (_, f) in records {
-            points.push(f.further.len() as u8);
-            for (rise, held) in f.changes() {
-                write_rise(rise, &mut points);
-                points.push(held);
-            }
-        }
-        out.push(Dtm50Column::Decisive as u8);
-        Self::planes16(first.iter().copied(), out);
-        out.extend_from_slice(&last_clock);
-        out.extend_from_slice(&points);
-    }
-
-    fn dtm50_every_index(dtz: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        out.clear();
-        out.push(Dtm50Column::EveryIndex as u8);
-        Self::dtm50(dtz, dtm, d, out);
-    }
-
-    /// Zero bytes an empty version 6 DTM50 frame stands for: the kind, each
-    /// won or lost position's first value and last clock, and no change
-    /// points for those whose DTM differs from DTZ50''.
-    fn dtm50_v6_zeros(z: &[u16], dtm: &[u16], won_lost: usize) -> usize {
+    /// Zero bytes an empty DTM50 frame stands for: the kind, each won or
+    /// lost position's first value and last clock, and the head bytes of
+    /// those whose DTM differs from DTZ50''.
+    fn dtm50_zeros(z: &[u16], dtm: &[u16], won_lost: usize) -> usize {
         let with_points = z.iter().zip(dtm).filter(|&(&vz, &vm)| decisive(vz) && vm != vz).count();
         1 + 3 * won_lost + with_points
     }
 
-    /// [`Dtm50Part::AtZero`] of a version 6 or 7 column: the column's first
-    /// planes only, each won or lost position's value at clock 0 as a
+    /// The kind of a DTM50 column and what follows it, checked: a
+    /// [`Dtm50Column::Zeros`] column reads as a paired one (with no change
+    /// points, the width of pair bytes does not matter).
+    fn dtm50_kind(bytes: &[u8]) -> Result<(u8, &[u8]), ColumnProblem> {
+        let (&kind, rest) = bytes.split_first().ok_or(ColumnProblem::TooShort)?;
+        match kind {
+            k if k == Dtm50Column::Zeros as u8 => {
+                if rest.iter().any(|&b| b != 0) {
+                    return Err(ColumnProblem::NotZeros);
+                }
+                Ok((Dtm50Column::Paired4 as u8, rest))
+            }
+            k if k == Dtm50Column::EveryIndex as u8 || Dtm50Column::held_bits(k).is_some() => Ok((k, rest)),
+            k => Err(ColumnProblem::UnknownKind(k)),
+        }
+    }
+
+    /// [`Dtm50Part::AtZero`] of a DTM50 column: for a paired column its
+    /// first planes only, each won or lost position's value at clock 0 as a
     /// segment up to clock 0 (or its whole function where it has one
     /// segment); the change points after the planes are not read.
-    fn dtm50_v6_at_zero(
+    fn dtm50_at_zero(
         bytes: &[u8],
         z: &[u16],
         dtm: &[u16],
         decisive: &[u32],
         records: &mut Records,
-    ) -> Result<Dtm50Data, String> {
-        let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
+    ) -> Result<Dtm50Data, ColumnProblem> {
+        let (kind, rest) = Self::dtm50_kind(bytes)?;
         if kind == Dtm50Column::EveryIndex as u8 {
-            return Ok(keep_part(Self::undtm50(rest, z, dtm)?, Dtm50Part::AtZero));
+            return Ok(keep_part(Self::undtm50_every_index(rest, z, dtm)?, Dtm50Part::AtZero));
         }
-        if kind != Dtm50Column::Decisive as u8 && Dtm50Column::held_bits(kind).is_none() {
-            return Err(format!("unknown DTM50 column kind {kind}"));
-        }
-        let planes = rest.get(..3 * decisive.len()).ok_or("DTM50 column too short")?;
+        let planes = rest.get(..3 * decisive.len()).ok_or(ColumnProblem::TooShort)?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
         let mut d = firsts.rebuild(&mut records.kept);
         for &Kept { j, value, .. } in &records.kept {
@@ -806,59 +946,29 @@ impl Columns {
         Ok(d)
     }
 
-    fn undtm50_v6(
+    /// DTM50 from its column, given DTZ50'' (as written), DTM and the
+    /// positions DTZ50'' says are won or lost.
+    fn undtm50(
         bytes: &[u8],
         z: &[u16],
         dtm: &[u16],
         decisive: &[u32],
         records: &mut Records,
-    ) -> Result<Dtm50Data, String> {
-        let won_lost = decisive.len();
-        let (&kind, rest) = bytes.split_first().ok_or("DTM50 column empty")?;
-        if kind == Dtm50Column::EveryIndex as u8 {
-            return Self::undtm50(rest, z, dtm);
+    ) -> Result<Dtm50Data, ColumnProblem> {
+        let (kind, rest) = Self::dtm50_kind(bytes)?;
+        match Dtm50Column::held_bits(kind) {
+            Some(held_bits) => Self::undtm50_paired(rest, held_bits, z, dtm, decisive, records),
+            None => Self::undtm50_every_index(rest, z, dtm),
         }
-        if let Some(held_bits) = Dtm50Column::held_bits(kind) {
-            return Self::undtm50_paired(rest, held_bits, z, dtm, decisive, records);
-        }
-        if kind != Dtm50Column::Decisive as u8 {
-            return Err(format!("unknown DTM50 column kind {kind}"));
-        }
-        if rest.len() < 3 * won_lost {
-            return Err("DTM50 column too short".into());
-        }
-        let (planes, mut points) = rest.split_at(3 * won_lost);
-        let take = |points: &mut &[u8]| -> Result<u8, String> {
-            let (&b, tail) = points.split_first().ok_or("DTM50 change points cut short")?;
-            *points = tail;
-            Ok(b)
-        };
-        let mut change = [(0u16, 0u8); 100];
-        let firsts = Firsts::new(planes, z, dtm, decisive);
-        let mut d = firsts.rebuild(&mut records.kept);
-        for &Kept { j, value, last, .. } in &records.kept {
-            let count = take(&mut points)? as usize;
-            if count > change.len() {
-                return Err("more change points than clocks".into());
-            }
-            for c in &mut change[..count] {
-                let rise = read_rise(|| take(&mut points))?;
-                *c = (rise, take(&mut points)?);
-            }
-            push_function(&mut d, j as usize, value, last, &change[..count]);
-        }
-        d.overflow_start.push(d.segments.len() as u32);
-        if !points.is_empty() {
-            return Err("DTM50 column longer than its change points".into());
-        }
-        Ok(d)
     }
 
-    /// Version 7's DTM50 column of a block whose DTZ50'' (`dtz`, illegal
-    /// indexes unknown; `z` as written), DTM and DTM50 are given:
+    /// The DTM50 column of a block whose DTZ50'' (`dtz`, illegal indexes
+    /// unknown; `z` as written), DTM and DTM50 are given: paired, or
+    /// [`Columns::dtm50_every_index`] if the block breaks an assumption.
+    /// A paired column:
     /// ```text
-    /// u8   kind: Paired4 or Paired3 (Decisive if all that follows is zero,
-    ///      for an empty frame; EveryIndex if the block breaks an assumption)
+    /// u8   kind: Paired4 or Paired3 (Zeros if all that follows is zero,
+    ///      which makes an empty frame)
     /// W    first value less DTM, low bytes    (W: won and lost positions,
     /// W    first value less DTM, high bytes    by DTZ50'', index order)
     /// W    last clock less expected_last_clock
@@ -866,23 +976,16 @@ impl Columns {
     ///      differs from DTZ50''), in record_key order, ties by index
     /// tail the records whose head is 241..=255, by head byte, then as the
     ///      heads: [their number if head 255] and their pair bytes
-    /// esc  per pair byte 255, in tail order: the rise as version 6 writes
-    ///      it, then the clocks held
+    /// esc  per pair byte 255, in tail order: the rise (write_rise), then
+    ///      the clocks held
     /// ```
-    fn dtm50_v7(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
-        Self::dtm50_v7_held_bits(None, dtz, z, dtm, d, out)
+    fn dtm50(dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
+        Self::dtm50_held_bits(None, dtz, z, dtm, d, out)
     }
 
-    /// [`Columns::dtm50_v7`] with pair bytes of `held_bits` bits of clocks
+    /// [`Columns::dtm50`] with pair bytes of `held_bits` bits of clocks
     /// held if given, else of whichever width escapes fewer change points.
-    fn dtm50_v7_held_bits(
-        held_bits: Option<u32>,
-        dtz: &[u16],
-        z: &[u16],
-        dtm: &[u16],
-        d: &Dtm50Data,
-        out: &mut Vec<u8>,
-    ) {
+    fn dtm50_held_bits(held_bits: Option<u32>, dtz: &[u16], z: &[u16], dtm: &[u16], d: &Dtm50Data, out: &mut Vec<u8>) {
         let Some(Decisive { first, last_clock, records: functions }) = Decisive::of(dtz, z, dtm, d) else {
             return Self::dtm50_every_index(dtz, dtm, d, out);
         };
@@ -939,13 +1042,13 @@ impl Columns {
         groups.iter().for_each(|(tail, _)| out.extend_from_slice(tail));
         groups.iter().for_each(|(_, esc)| out.extend_from_slice(esc));
         if out[start + 1..].iter().all(|&b| b == 0) {
-            // The same values as version 6's column of zeros: an empty frame.
-            out[start] = Dtm50Column::Decisive as u8;
+            // A column of zeros: an empty frame.
+            out[start] = Dtm50Column::Zeros as u8;
         }
     }
 
-    /// DTM50 from a version 7 column after its kind byte (see
-    /// [`Columns::dtm50_v7`]); `held_bits` by the kind.
+    /// DTM50 from a paired column after its kind byte (see
+    /// [`Columns::dtm50`]); `held_bits` by the kind.
     fn undtm50_paired(
         bytes: &[u8],
         held_bits: u32,
@@ -953,10 +1056,10 @@ impl Columns {
         dtm: &[u16],
         decisive: &[u32],
         records: &mut Records,
-    ) -> Result<Dtm50Data, String> {
+    ) -> Result<Dtm50Data, ColumnProblem> {
         let Records { kept, tail_order, found, changes } = records;
         let won_lost = decisive.len();
-        let planes = bytes.get(..3 * won_lost).ok_or("DTM50 column too short")?;
+        let planes = bytes.get(..3 * won_lost).ok_or(ColumnProblem::TooShort)?;
         let firsts = Firsts::new(planes, z, dtm, decisive);
         let mut d = firsts.rebuild_keyed(kept, record_key);
         // Where each key's records start in key order (a counting sort,
@@ -971,7 +1074,7 @@ impl Columns {
         }
         let r = kept.len();
         if bytes.len() < 3 * won_lost + r {
-            return Err("DTM50 column too short".into());
+            return Err(ColumnProblem::TooShort);
         }
         let rest = &bytes[3 * won_lost..];
         let (heads, rest) = rest.split_at(r);
@@ -1002,8 +1105,8 @@ impl Columns {
         found.clear();
         found.resize(if tail_order.is_empty() { 0 } else { r }, (0, 0));
         let (mut t, mut e) = (0usize, 0usize);
-        let take = |stream: &[u8], at: &mut usize| -> Result<u8, String> {
-            let b = *stream.get(*at).ok_or("DTM50 tail cut short")?;
+        let take = |stream: &[u8], at: &mut usize| -> Result<u8, ColumnProblem> {
+            let b = *stream.get(*at).ok_or(ColumnProblem::TooShort)?;
             *at += 1;
             Ok(b)
         };
@@ -1012,7 +1115,7 @@ impl Columns {
         for &p in tail_order.iter() {
             let h = heads[p as usize];
             if h == HEAD_COUNTED {
-                tail_len += 1 + *rest.get(tail_len).ok_or("DTM50 tail cut short")? as usize;
+                tail_len += 1 + *rest.get(tail_len).ok_or(ColumnProblem::TooShort)? as usize;
             } else {
                 tail_len += (h - HEAD_IN_TAIL) as usize + 2;
             }
@@ -1025,10 +1128,10 @@ impl Columns {
             let h = heads[p as usize];
             let count = if h == HEAD_COUNTED { take(tail, &mut t)? as usize } else { (h - HEAD_IN_TAIL) as usize + 2 };
             if count > LAST_MOVE_CLOCK as usize + 1 {
-                return Err("more change points than clocks".into());
+                return Err(ColumnProblem::TooManyChangePoints);
             }
             found[p as usize] = (changes.len() as u32, count as u8);
-            let pairs = tail.get(t..t + count).ok_or("DTM50 tail cut short")?;
+            let pairs = tail.get(t..t + count).ok_or(ColumnProblem::TooShort)?;
             t += count;
             if !pairs.contains(&RISE_ESCAPE) {
                 // Most records: one tight pass.
@@ -1045,7 +1148,7 @@ impl Columns {
             }
         }
         if t != tail.len() || e != esc.len() {
-            return Err("DTM50 column longer than its change points".into());
+            return Err(ColumnProblem::TooLong);
         }
         // How many further segments there are is known before they are
         // rebuilt: a block of a 5-piece table can have tens of thousands,
@@ -1081,7 +1184,7 @@ impl Columns {
 }
 
 /// The places in a block of its won and lost positions by DTZ50'', in
-/// index order: the positions version 6 and 7 columns hold DTM and DTM50
+/// index order: the positions whose DTM and DTM50 the columns hold
 /// for. Gathered without a branch per position, as are the passes over
 /// them, since draws and decisive positions alternate unpredictably.
 fn decisive_indexes(z: &[u16], out: &mut Vec<u32>) {
@@ -1119,7 +1222,7 @@ struct Kept {
     last: u8,
 }
 
-/// [`Firsts::rebuild`]'s list, and what a version 7 column's reader
+/// [`Firsts::rebuild`]'s list, and what a paired DTM50 column's reader
 /// gathers from its tail.
 #[derive(Default)]
 struct Records {
@@ -1132,7 +1235,7 @@ struct Records {
     changes: Vec<(u16, u8)>,
 }
 
-/// What version 6 and 7 DTM50 columns start with, per won or lost
+/// What a paired DTM50 column starts with, per won or lost
 /// position (`planes`: the low bytes, then the high bytes of its first
 /// value less DTM, then its last clock less the expected one), beside
 /// the block's DTZ50'' (as written) and DTM.
@@ -1252,8 +1355,8 @@ impl IndexEntry {
 
 /// A block's column compressed, in a vector of its own length: zstd's
 /// `compress` returns one with room for the worst case (the raw column's
-/// size), which, kept for every block until the table is written, held
-/// about the raw table's size in memory (3.3 GiB more for KRPvKR).
+/// size), which, kept for every block until the table is written, would
+/// hold about the raw table's size in memory.
 fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8>) -> Vec<u8> {
     if raw.iter().all(|&b| b == 0) {
         return Vec::new();
@@ -1264,22 +1367,10 @@ fn compress(raw: &[u8], z: &mut zstd::bulk::Compressor<'_>, scratch: &mut Vec<u8
     scratch.as_slice().to_vec()
 }
 
-/// Writes a block's DTM50 column: [`Columns::dtm50_v7`] (version 6's in tests).
-type Dtm50Writer = fn(&[u16], &[u16], &[u16], &Dtm50Data, &mut Vec<u8>);
-
+/// Block `range` of a table's values (DTZ50'', DTM and, if given, DTM50
+/// by index), compressed as [`Compression`] says: its three frames.
 pub fn encode_block<D: Dtm50Slices>(
     compression: Compression,
-    dtz: &[u16],
-    dtm: &[u16],
-    dtm50: Option<&D>,
-    range: std::ops::Range<usize>,
-) -> Encoded {
-    encode_block_with(compression, Columns::dtm50_v7, dtz, dtm, dtm50, range)
-}
-
-fn encode_block_with<D: Dtm50Slices>(
-    compression: Compression,
-    dtm50_column: Dtm50Writer,
     dtz: &[u16],
     dtm: &[u16],
     dtm50: Option<&D>,
@@ -1294,56 +1385,65 @@ fn encode_block_with<D: Dtm50Slices>(
         }
         let z = &mut slot.as_mut().expect("just made").1;
         let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
-        let z_column = Columns::dtz_v6(dtz);
+        let z_column = Columns::dtz(dtz);
         let mut raw = Vec::with_capacity(4 * range.len());
         let mut scratch = Vec::new();
         Columns::planes16(z_column.iter().copied(), &mut raw);
         let dtz_frame = compress(&raw, &mut z.values, &mut scratch);
-        let dtm_frame = Columns::dtm_v6(dtz, &z_column, dtm, z, &mut scratch);
+        let dtm_frame = Columns::dtm(dtz, &z_column, dtm, z, &mut scratch);
         let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
             raw.clear();
-            dtm50_column(dtz, &z_column, dtm, &d.slice(range), &mut raw);
+            Columns::dtm50(dtz, &z_column, dtm, &d.slice(range), &mut raw);
             compress(&raw, &mut z.dtm50, &mut scratch)
         });
         Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
     })
 }
 
-fn decompress(frame: &[u8], expected: Option<usize>, out: &mut Vec<u8>) -> Result<(), String> {
+/// Decompresses `frame` into `out`, checking that its content is
+/// `expected` bytes if that is known.
+fn decompress(frame: &[u8], expected: Option<usize>, out: &mut Vec<u8>) -> Result<(), FrameProblem> {
     thread_local! {
         static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> = const { std::cell::RefCell::new(None) };
     }
     out.clear();
-    let size =
-        zstd::zstd_safe::get_frame_content_size(frame).ok().flatten().ok_or_else(|| "not a zstd frame".to_string())?
-            as usize;
+    let size = zstd::zstd_safe::get_frame_content_size(frame).ok().flatten().ok_or(FrameProblem::NotZstd)? as usize;
     if expected.is_some_and(|e| e != size) || size > 1 << 28 {
-        return Err(format!("frame of {size} bytes, not the size of its column"));
+        return Err(FrameProblem::WrongSize(size));
     }
     DECOMPRESSOR.with_borrow_mut(|d| {
         let d = d.get_or_insert_with(|| zstd::bulk::Decompressor::new().expect("zstd context"));
         out.reserve(size);
-        let n = d.decompress_to_buffer(frame, out).map_err(|e| format!("zstd: {e}"))?;
+        let n = d.decompress_to_buffer(frame, out).map_err(FrameProblem::Zstd)?;
         if n != size {
-            return Err("frame shorter than it says".into());
+            return Err(FrameProblem::Short);
         }
         Ok(())
     })
 }
 
 /// Decodes block `b` of a table held in `bytes`, checksum first.
-pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBlock, String> {
+pub fn decode_block(bytes: &[u8], blocks: &Blocks, b: usize) -> Result<DecodedBlock, FormatError> {
     decode_block_part(bytes, blocks, b, Dtm50Part::All)
 }
 
 /// [`decode_block`], DTM50 only as far as `part` asks.
-pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Part) -> Result<DecodedBlock, String> {
+pub fn decode_block_part(
+    bytes: &[u8],
+    blocks: &Blocks,
+    b: usize,
+    part: Dtm50Part,
+) -> Result<DecodedBlock, FormatError> {
+    decode(bytes, blocks, b, part).map_err(|problem| FormatError::DamagedBlock { block: b, problem })
+}
+
+fn decode(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Part) -> Result<DecodedBlock, BlockProblem> {
     let e = blocks.entries[b];
     let n = blocks.range(b).len();
-    let data = bytes.get(e.offset..e.offset + e.len()).ok_or("past the end of the file")?;
+    let data = bytes.get(e.offset..e.offset + e.len()).ok_or(BlockProblem::PastTheEnd)?;
     let crc = crc32fast::hash(data);
     if crc != e.crc32 {
-        return Err(format!("checksum mismatch: stored {:08x}, computed {crc:08x}", e.crc32));
+        return Err(BlockProblem::Checksum { stored: e.crc32, computed: crc });
     }
     let [dtz_len, dtm_len, _] = e.frame_bytes.map(|n| n as usize);
     let frames = [&data[..dtz_len], &data[dtz_len..dtz_len + dtm_len], &data[dtz_len + dtm_len..]];
@@ -1353,42 +1453,36 @@ pub fn decode_block_part(bytes: &[u8], blocks: &Blocks, b: usize, part: Dtm50Par
     // Taken, not borrowed: an error drops it, and the next decode starts
     // afresh.
     let DecodeScratch { mut raw, mut decisive, mut records } = SCRATCH.take();
-    let column = |frame: &[u8], expected: Option<usize>, raw: &mut Vec<u8>| -> Result<(), String> {
+    // Column `c`'s bytes into `raw`: `zeros` zeros if its frame is empty,
+    // else the frame's content (of `size` bytes, where that is known).
+    let column = |c: Column, zeros: usize, size: Option<usize>, raw: &mut Vec<u8>| -> Result<(), BlockProblem> {
+        let frame = frames[c as usize];
         if frame.is_empty() {
             raw.clear();
-            raw.resize(expected.unwrap_or(4 * n), 0);
+            raw.resize(zeros, 0);
             Ok(())
         } else {
-            decompress(frame, expected, raw)
+            decompress(frame, size, raw).map_err(|problem| BlockProblem::Frame { column: c, problem })
         }
     };
-    column(frames[0], Some(2 * n), &mut raw)?;
-    let dtz: Vec<u16> = Columns::unplanes16(&raw, n)?.collect();
-    let (dtm, dtm50) = if blocks.version == 5 {
-        column(frames[1], Some(2 * n), &mut raw)?;
-        let dtm: Vec<u16> = Columns::unplanes16(&raw, n)?.zip(&dtz).map(|(d, &z)| d.wrapping_add(z)).collect();
-        let dtm50 = if blocks.has_dtm50 {
-            column(frames[2], None, &mut raw)?;
-            Some(keep_part(Columns::undtm50(&raw, &dtz, &dtm)?, part))
-        } else {
-            None
-        };
-        (dtm, dtm50)
+    let content = |column| move |problem| BlockProblem::Column { column, problem };
+    column(Column::Dtz, 2 * n, Some(2 * n), &mut raw)?;
+    let dtz: Vec<u16> = Columns::unplanes16(&raw, n).map_err(content(Column::Dtz))?.collect();
+    decisive_indexes(&dtz, &mut decisive);
+    let won_lost = decisive.len();
+    column(Column::Dtm, Columns::dtm_zeros(won_lost), None, &mut raw)?;
+    let dtm = Columns::undtm(&raw, &dtz, &decisive).map_err(content(Column::Dtm))?;
+    let dtm50 = if blocks.has_dtm50 {
+        column(Column::Dtm50, Columns::dtm50_zeros(&dtz, &dtm, won_lost), None, &mut raw)?;
+        Some(
+            match part {
+                Dtm50Part::All => Columns::undtm50(&raw, &dtz, &dtm, &decisive, &mut records),
+                Dtm50Part::AtZero => Columns::dtm50_at_zero(&raw, &dtz, &dtm, &decisive, &mut records),
+            }
+            .map_err(content(Column::Dtm50))?,
+        )
     } else {
-        decisive_indexes(&dtz, &mut decisive);
-        let won_lost = decisive.len();
-        column(frames[1], frames[1].is_empty().then(|| Columns::dtm_v6_zeros(won_lost)), &mut raw)?;
-        let dtm = Columns::undtm_v6(&raw, &dtz, &decisive)?;
-        let dtm50 = if blocks.has_dtm50 {
-            column(frames[2], frames[2].is_empty().then(|| Columns::dtm50_v6_zeros(&dtz, &dtm, won_lost)), &mut raw)?;
-            Some(match part {
-                Dtm50Part::All => Columns::undtm50_v6(&raw, &dtz, &dtm, &decisive, &mut records)?,
-                Dtm50Part::AtZero => Columns::dtm50_v6_at_zero(&raw, &dtz, &dtm, &decisive, &mut records)?,
-            })
-        } else {
-            None
-        };
-        (dtm, dtm50)
+        None
     };
     let more_rank = dtm50.as_ref().map_or_else(Vec::new, |d| {
         let mut rank = Vec::with_capacity(n.div_ceil(64));
@@ -1424,7 +1518,7 @@ pub fn encode(
 
 /// The blocks of values given from a block boundary on (a whole table, or
 /// a part of one that starts and, unless it is the table's end, ends on a
-/// block boundary), compressed in parallel. DTM50 is by index less the
+/// block boundary), compressed in index order. DTM50 is by index less the
 /// first; a block's bytes do not depend on where it is.
 pub fn encode_blocks<D: Dtm50Slices>(
     compression: Compression,
@@ -1438,7 +1532,6 @@ pub fn encode_blocks<D: Dtm50Slices>(
     }
     let positions = dtz.len();
     (0..positions.div_ceil(BLOCK_POSITIONS))
-        .into_iter()
         .map(|b| {
             encode_block(compression, dtz, dtm, dtm50, b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(positions))
         })
@@ -1464,19 +1557,8 @@ pub fn assemble(
     legal_positions: u64,
     encoded: &[Encoded],
 ) -> Vec<u8> {
-    assemble_version(VERSION, material, positions, has_dtm50, legal_positions, encoded)
-}
-
-fn assemble_version(
-    version: u32,
-    material: &Material,
-    positions: usize,
-    has_dtm50: bool,
-    legal_positions: u64,
-    encoded: &[Encoded],
-) -> Vec<u8> {
     let entries: Vec<IndexEntry> = encoded.iter().map(Encoded::index_entry).collect();
-    let mut out = header_and_index(version, material, positions, has_dtm50, legal_positions, &entries);
+    let mut out = header_and_index(material, positions, has_dtm50, legal_positions, &entries);
     out.reserve_exact(file_bytes(positions, &entries) as usize - out.len());
     for e in encoded {
         e.frames().for_each(|f| out.extend_from_slice(f));
@@ -1484,12 +1566,10 @@ fn assemble_version(
     out
 }
 
-/// The start of a table file, up to its first block: the header of format
-/// `version` and the index of blocks with `entries` (one per
-/// [`BLOCK_POSITIONS`] positions, in index order). The blocks' frames
-/// follow it, in the same order.
+/// The start of a table file, up to its first block: the header and the
+/// index of blocks with `entries` (one per [`BLOCK_POSITIONS`] positions,
+/// in index order). The blocks' frames follow it, in the same order.
 pub fn header_and_index(
-    version: u32,
     material: &Material,
     positions: usize,
     has_dtm50: bool,
@@ -1501,7 +1581,7 @@ pub fn header_and_index(
     let mut out = Vec::with_capacity(index_bytes(positions) as usize);
     let metrics = if has_dtm50 { BASE_METRICS | METRIC_DTM50 } else { BASE_METRICS };
     out.extend_from_slice(MAGIC);
-    out.extend_from_slice(&version.to_le_bytes());
+    out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(HEADER_LEN as u32).to_le_bytes());
     let mut name = [0u8; 16];
     name[..material.name().len()].copy_from_slice(material.name().as_bytes());
@@ -1526,19 +1606,22 @@ pub fn header_and_index(
 
 /// Checks a file's header and block index (not its blocks) against what
 /// `material` needs, and says where its blocks are.
-pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Blocks), String> {
+pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Blocks), FormatError> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
-        return Err("not a tbserver built-in table (bad magic)".into());
+        return Err(FormatError::BadMagic);
     }
     let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     let u64_at = |o: usize| u64::from_le_bytes(bytes[o..o + 8].try_into().unwrap());
     let version = u32_at(8);
-    if !(OLDEST_READ_VERSION..=VERSION).contains(&version) || u32_at(12) as usize != HEADER_LEN {
-        return Err(format!("format version {version}, expected {VERSION}"));
+    if version != VERSION {
+        return Err(FormatError::UnsupportedVersion { found: version });
+    }
+    if u32_at(12) as usize != HEADER_LEN {
+        return Err(FormatError::HeaderLength { found: u32_at(12) });
     }
     let name = String::from_utf8_lossy(&bytes[16..32]).trim_end_matches('\0').to_string();
     if name != material.name() {
-        return Err(format!("holds {name}, expected {}", material.name()));
+        return Err(FormatError::WrongMaterial { found: name, expected: material.name() });
     }
     let header = Header {
         material: name,
@@ -1549,9 +1632,9 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
         block_positions: u32_at(56),
     };
     if header.metrics != BASE_METRICS && header.metrics != BASE_METRICS | METRIC_DTM50 {
-        return Err(format!("unexpected metrics {:#x}", header.metrics));
+        return Err(FormatError::UnexpectedMetrics(header.metrics));
     }
-    let size_error = || format!("size mismatch: {} bytes for {} positions", bytes.len(), header.positions);
+    let size_error = || FormatError::SizeMismatch { bytes: bytes.len(), positions: header.positions };
     if header.positions != positions as u64 || header.block_positions == 0 {
         return Err(size_error());
     }
@@ -1567,7 +1650,7 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
     crc.update(&bytes[48..index_end]);
     let computed = crc.finalize();
     if computed != header.crc32 {
-        return Err(format!("header checksum mismatch: stored {:08x}, computed {computed:08x}", header.crc32));
+        return Err(FormatError::HeaderChecksum { stored: header.crc32, computed });
     }
     let mut offset = index_end;
     let mut entries = Vec::with_capacity(count);
@@ -1582,84 +1665,18 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
         return Err(size_error());
     }
     let has_dtm50 = header.metrics & METRIC_DTM50 != 0;
-    Ok((header, Blocks { version, positions, block_positions, has_dtm50, entries }))
+    Ok((header, Blocks { positions, block_positions, has_dtm50, entries }))
 }
 
 /// The blocks of a file whose checksum or content is wrong, each named
 /// with its indexes and what is wrong.
 pub fn damaged_blocks(bytes: &[u8], blocks: &Blocks) -> Vec<String> {
     (0..blocks.entries.len())
-        .into_iter()
-        .filter_map(|b| {
-            decode_block(bytes, blocks, b).err().map(|e| format!("block {b} (indexes {:?}): {e}", blocks.range(b)))
+        .filter_map(|b| match decode(bytes, blocks, b, Dtm50Part::All) {
+            Ok(_) => None,
+            Err(problem) => Some(format!("block {b} (indexes {:?}): {problem}", blocks.range(b))),
         })
         .collect()
-}
-
-/// The size of a table in format version 3 (raw values and an overflow
-/// log), for comparisons: DTZ and DTM bytes, and DTM50 bytes.
-pub fn v3_bytes(positions: usize, dtm50: Option<&Dtm50Data>) -> [u64; 3] {
-    let n = positions as u64;
-    let dtm50 = dtm50.map_or(0, |d| {
-        let (k, s) = (d.overflow_index.len() as u64, d.segments.len() as u64);
-        4 * n + 16 + 4 * k + 4 * (k + 1) + 4 * s
-    });
-    [HEADER_LEN as u64 + 2 * n, 2 * n, dtm50]
-}
-
-/// A table in format `version` (5 to the current one, all read as they
-/// are): for the tests that read older ones.
-#[cfg(test)]
-pub(crate) fn encode_version(
-    version: u32,
-    material: &Material,
-    dtz: &[u16],
-    dtm: &[u16],
-    dtm50: Option<&Dtm50Data>,
-    legal_positions: u64,
-) -> Vec<u8> {
-    match version {
-        VERSION => return encode(material, dtz, dtm, dtm50, legal_positions),
-        6 => {
-            let encoded: Vec<Encoded> = (0..dtz.len().div_ceil(BLOCK_POSITIONS))
-                .map(|b| {
-                    encode_block_with(
-                        Compression::Fast,
-                        Columns::dtm50_v6,
-                        dtz,
-                        dtm,
-                        dtm50,
-                        b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len()),
-                    )
-                })
-                .collect();
-            return assemble_version(6, material, dtz.len(), dtm50.is_some(), legal_positions, &encoded);
-        }
-        5 => {}
-        _ => panic!("no writer of version {version}"),
-    }
-    let mut z = zstd::bulk::Compressor::new(ZSTD_LEVEL).expect("zstd context");
-    let mut scratch = Vec::new();
-    let encoded: Vec<Encoded> = (0..dtz.len().div_ceil(BLOCK_POSITIONS))
-        .map(|b| {
-            let range = b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len());
-            let (dtz, dtm) = (&dtz[range.clone()], &dtm[range.clone()]);
-            let (z_column, m_column) = Columns::dtz_dtm(dtz, dtm);
-            let mut raw = Vec::new();
-            Columns::planes16(z_column.iter().copied(), &mut raw);
-            let dtz_frame = compress(&raw, &mut z, &mut scratch);
-            raw.clear();
-            Columns::planes16(m_column.iter().copied(), &mut raw);
-            let dtm_frame = compress(&raw, &mut z, &mut scratch);
-            let dtm50_frame = dtm50.map_or_else(Vec::new, |d| {
-                raw.clear();
-                Columns::dtm50(dtz, dtm, &d.slice(range), &mut raw);
-                compress(&raw, &mut z, &mut scratch)
-            });
-            Encoded { frames: [dtz_frame, dtm_frame, dtm50_frame] }
-        })
-        .collect();
-    assemble_version(5, material, dtz.len(), dtm50.is_some(), legal_positions, &encoded)
 }
 
 #[cfg(test)]
@@ -1697,24 +1714,22 @@ mod tests {
             }
         }
         d.overflow_start.push(d.segments.len() as u32);
-        for version in [VERSION, 6, 5] {
-            let (checked, further_checked) = reads_back(version, &dtz, &dtm, &d);
-            assert_eq!(checked, n * 100);
-            assert!(further_checked > n, "{further_checked} further segments");
-        }
+        let (checked, further_checked) = reads_back(&dtz, &dtm, &d);
+        assert_eq!(checked, n * 100);
+        assert!(further_checked > n, "{further_checked} further segments");
     }
 
-    /// Encodes the values in format `version` and reads every block back:
-    /// DTZ50'', DTM and DTM50 at every clock of every legal index (DTZ50''
-    /// known) as given. Returns the (index, clock) pairs checked and the
-    /// further DTM50 segments among them.
-    fn reads_back(version: u32, dtz: &[u16], dtm: &[u16], d: &Dtm50Data) -> (usize, usize) {
+    /// Encodes the values and reads every block back: DTZ50'', DTM and
+    /// DTM50 at every clock of every legal index (DTZ50'' known) as given.
+    /// Returns the (index, clock) pairs checked and the further DTM50
+    /// segments among them.
+    fn reads_back(dtz: &[u16], dtm: &[u16], d: &Dtm50Data) -> (usize, usize) {
         let n = dtz.len();
         let material = Material::parse("KQvK").unwrap();
         let legal = dtz.iter().filter(|&&v| v != UNKNOWN).count() as u64;
-        let bytes = encode_version(version, &material, dtz, dtm, Some(d), legal);
+        let bytes = encode(&material, dtz, dtm, Some(d), legal);
         let (header, blocks) = validate_layout(&bytes, &material, n).unwrap();
-        assert_eq!((blocks.version, header.legal_positions), (version, legal));
+        assert_eq!(header.legal_positions, legal);
         assert!(damaged_blocks(&bytes, &blocks).is_empty());
         let (mut checked, mut further_checked) = (0, 0);
         for b in 0..blocks.entries.len() {
@@ -1730,19 +1745,19 @@ mod tests {
                 assert_eq!(
                     at_zero.dtm50_at_clock(j as u32, 0),
                     Some(d.at_clock(idx as u32, 0)),
-                    "version {version}, index {idx}, clock 0 only"
+                    "index {idx}, clock 0 only"
                 );
-                assert_eq!((block.dtz[j], block.dtm[j]), (dtz[idx], dtm[idx]), "version {version}, index {idx}");
+                assert_eq!((block.dtz[j], block.dtm[j]), (dtz[idx], dtm[idx]), "index {idx}");
                 let (mut got, mut want) = (Vec::new(), Vec::new());
                 block.dtm50_segments_into(j as u32, &mut got);
                 d.segments_into(idx as u32, &mut want);
-                assert_eq!(got, want, "version {version}, index {idx}");
+                assert_eq!(got, want, "index {idx}");
                 further_checked += want.len().saturating_sub(1);
                 for clock in 0..=LAST_MOVE_CLOCK as u32 {
                     assert_eq!(
                         block.dtm50_at_clock(j as u32, clock),
                         Some(d.at_clock(idx as u32, clock)),
-                        "version {version}, index {idx}, clock {clock}"
+                        "index {idx}, clock {clock}"
                     );
                     checked += 1;
                 }
@@ -1751,7 +1766,8 @@ mod tests {
         (checked, further_checked)
     }
 
-    /// The kind byte of block `b`'s column `k` (1 DTM, 2 DTM50), version 6.
+    /// The kind byte of block `b`'s column `k` (1 DTM, 2 DTM50); `None` for
+    /// an empty frame.
     fn column_kind(bytes: &[u8], blocks: &Blocks, b: usize, k: usize) -> Option<u8> {
         let e = blocks.entries[b];
         let start = e.offset + e.frame_bytes[..k].iter().map(|&l| l as usize).sum::<usize>();
@@ -1763,22 +1779,20 @@ mod tests {
         })
     }
 
-    /// Values version 6 writes compactly and values that break its
-    /// assumptions, read back exactly from both versions: illegal indexes
+    /// Values the columns hold compactly and values that break their
+    /// assumptions, read back exactly: illegal indexes
     /// and draws between won and lost positions, distances past 255 plies,
     /// rises that are not whole moves or past the one-byte code, a block
     /// with a position whose DTM is DTZ50'' but DTM50 changes (DTM50 of
     /// every index), a block with a drawn position whose DTM is a win (DTM
     /// and DTM50 of every index).
     #[test]
-    fn awkward_values_read_back_in_every_version() {
+    fn awkward_values_read_back() {
         let (dtz, dtm, d) = awkward_values();
         let n = dtz.len();
-        for version in [VERSION, 6, 5] {
-            let (checked, further_checked) = reads_back(version, &dtz, &dtm, &d);
-            assert_eq!(checked, 100 * dtz.iter().filter(|&&v| v != UNKNOWN).count());
-            assert!(further_checked > n / 10, "{further_checked}");
-        }
+        let (checked, further_checked) = reads_back(&dtz, &dtm, &d);
+        assert_eq!(checked, 100 * dtz.iter().filter(|&&v| v != UNKNOWN).count());
+        assert!(further_checked > n / 10, "{further_checked}");
         let material = Material::parse("KQvK").unwrap();
         let bytes = encode(&material, &dtz, &dtm, Some(&d), 0);
         let (_, blocks) = validate_layout(&bytes, &material, n).unwrap();
@@ -1789,8 +1803,8 @@ mod tests {
         assert!(matches!(kinds(3), (Some(0 | 1), Some(2 | 3))), "{:?}", kinds(3));
     }
 
-    /// Version 7's DTM50 column reads back the same with either width of
-    /// pair bytes, and its writer picks the width that escapes fewer change
+    /// A paired DTM50 column reads back the same with either width of pair
+    /// bytes, and its writer picks the width that escapes fewer change
     /// points (3 bits of clocks held in the block with many rises of 20
     /// moves, which 4 bits would escape; 4 in the other); every pair byte
     /// reads back as the change point it was made from.
@@ -1809,47 +1823,115 @@ mod tests {
         for (b, chosen) in [(0, 3), (3, 4)] {
             let range = b * BLOCK_POSITIONS..((b + 1) * BLOCK_POSITIONS).min(dtz.len());
             let (dtz, dtm, d) = (&dtz[range.clone()], &dtm[range.clone()], d.slice(range));
-            let z = Columns::dtz_v6(dtz);
+            let z = Columns::dtz(dtz);
             let (mut decisive, mut records) = (Vec::new(), Records::default());
             decisive_indexes(&z, &mut decisive);
-            let mut expected = Columns::undtm50_v6(
-                &{
-                    let mut column = Vec::new();
-                    Columns::dtm50_v6(dtz, &z, dtm, &d, &mut column);
-                    column
-                },
-                &z,
-                dtm,
-                &decisive,
-                &mut records,
-            )
-            .unwrap();
-            for j in 0..dtz.len() {
-                if dtz[j] == UNKNOWN {
-                    // Never read; version 6 writes it as a draw.
-                    expected.inline[j] = d.inline[j];
-                }
-            }
-            let mut columns = Vec::new();
+            let (mut columns, mut decoded) = (Vec::new(), Vec::new());
             for held_bits in [None, Some(3), Some(4)] {
                 let mut column = Vec::new();
-                Columns::dtm50_v7_held_bits(held_bits, dtz, &z, dtm, &d, &mut column);
+                Columns::dtm50_held_bits(held_bits, dtz, &z, dtm, &d, &mut column);
                 assert_eq!(
                     Dtm50Column::held_bits(column[0]),
                     Some(held_bits.unwrap_or(chosen)),
                     "block {b}, {held_bits:?}"
                 );
-                let mut got = Columns::undtm50_v6(&column, &z, dtm, &decisive, &mut records).unwrap();
-                for j in 0..dtz.len() {
-                    if dtz[j] == UNKNOWN {
-                        got.inline[j] = d.inline[j];
-                    }
+                let got = Columns::undtm50(&column, &z, dtm, &decisive, &mut records).unwrap();
+                let (mut segments, mut want) = (Vec::new(), Vec::new());
+                for j in (0..dtz.len()).filter(|&j| dtz[j] != UNKNOWN) {
+                    segments.clear();
+                    want.clear();
+                    got.segments_into(j as u32, &mut segments);
+                    d.segments_into(j as u32, &mut want);
+                    assert_eq!(segments, want, "block {b}, {held_bits:?}, position {j}");
                 }
-                assert_eq!(got, expected, "block {b}, {held_bits:?}");
                 columns.push(column);
+                decoded.push(got);
             }
             assert_eq!(columns[0], columns[if chosen == 3 { 1 } else { 2 }], "block {b}");
+            assert!(decoded.iter().all(|got| *got == decoded[0]), "block {b}");
         }
+    }
+
+    /// A block whose DTM is DTZ50'' wherever it is won or lost, and whose
+    /// DTM50 is DTM up to the clock DTZ50'' leaves, writes empty DTM and
+    /// DTM50 frames (a DTM50 column of kind [`Dtm50Column::Zeros`]), and
+    /// reads back. A column of that kind with other bytes than zeros, or of
+    /// a kind not defined, is refused.
+    #[test]
+    fn columns_of_zeros_are_empty_frames() {
+        let n = 1000;
+        let (mut dtz, mut d) = (Vec::with_capacity(n), Dtm50Data::default());
+        for j in 0..n {
+            let plies = 1 + (j % 150) as u16;
+            let v = match j % 5 {
+                0 => UNKNOWN,
+                1 => DRAW,
+                2 => value::loss(plies + 1),
+                _ => value::win(plies),
+            };
+            dtz.push(v);
+            d.inline.push(if decisive(v) {
+                Segment { value: v, max_clock: expected_last_clock(v, v) }.pack()
+            } else {
+                v as u32
+            });
+        }
+        d.overflow_start.push(0);
+        let material = Material::parse("KQvK").unwrap();
+        let bytes = encode(&material, &dtz, &dtz, Some(&d), 0);
+        let (_, blocks) = validate_layout(&bytes, &material, n).unwrap();
+        assert_eq!(blocks.entries[0].frame_bytes[1..], [0, 0]);
+        let (checked, _) = reads_back(&dtz, &dtz, &d);
+        assert_eq!(checked, 100 * dtz.iter().filter(|&&v| v != UNKNOWN).count());
+
+        let z = Columns::dtz(&dtz);
+        let (mut decisive, mut records) = (Vec::new(), Records::default());
+        decisive_indexes(&z, &mut decisive);
+        let mut column = vec![0; Columns::dtm50_zeros(&z, &dtz, decisive.len())];
+        assert!(Columns::undtm50(&column, &z, &dtz, &decisive, &mut records).is_ok());
+        column[5] = 1;
+        let err = Columns::undtm50(&column, &z, &dtz, &decisive, &mut records).unwrap_err();
+        assert_eq!(err, ColumnProblem::NotZeros);
+        column[0] = 9;
+        let err = Columns::undtm50(&column, &z, &dtz, &decisive, &mut records).unwrap_err();
+        assert_eq!(err, ColumnProblem::UnknownKind(9));
+    }
+
+    /// A file of another format version is refused by its version field,
+    /// whatever follows it; other damage to the header is named.
+    #[test]
+    fn other_versions_are_refused() {
+        let (dtz, dtm, d) = awkward_values();
+        let material = Material::parse("KQvK").unwrap();
+        let bytes = encode(&material, &dtz, &dtm, Some(&d), 0);
+        for version in [0, 3, 6, VERSION + 1] {
+            let mut other = bytes.clone();
+            other[8..12].copy_from_slice(&version.to_le_bytes());
+            let err = validate_layout(&other, &material, dtz.len()).unwrap_err();
+            assert!(matches!(err, FormatError::UnsupportedVersion { found } if found == version), "{err:?}");
+            assert_eq!(err.to_string(), format!("format version {version}, expected {VERSION}"));
+        }
+        let mut bad = bytes.clone();
+        bad[0] ^= 1;
+        assert!(matches!(validate_layout(&bad, &material, dtz.len()), Err(FormatError::BadMagic)));
+        let mut bad = bytes.clone();
+        bad[50] ^= 1;
+        assert!(matches!(validate_layout(&bad, &material, dtz.len()), Err(FormatError::HeaderChecksum { .. })));
+        let krk = Material::parse("KRvK").unwrap();
+        let err = validate_layout(&bytes, &krk, dtz.len()).unwrap_err();
+        assert_eq!(err.to_string(), "holds KQvK, expected KRvK");
+        let err = validate_layout(&bytes[..bytes.len() - 1], &material, dtz.len()).unwrap_err();
+        assert!(matches!(err, FormatError::SizeMismatch { .. }), "{err:?}");
+        let mut bad = bytes.clone();
+        let e = validate_layout(&bytes, &material, dtz.len()).unwrap().1.entries[1];
+        bad[e.offset] ^= 1;
+        let (_, blocks) = validate_layout(&bad, &material, dtz.len()).unwrap();
+        let err = decode_block(&bad, &blocks, 1).unwrap_err();
+        assert!(
+            matches!(err, FormatError::DamagedBlock { block: 1, problem: BlockProblem::Checksum { .. } }),
+            "{err:?}"
+        );
+        assert!(err.to_string().starts_with("block 1: checksum mismatch: stored "), "{err}");
     }
 
     /// Compressed harder, the same columns: each block decodes to the same
@@ -1874,7 +1956,7 @@ mod tests {
     }
 
     /// Made-up values of four blocks that exercise every path of the
-    /// writers: see [`awkward_values_read_back_in_every_version`].
+    /// writers: see [`awkward_values_read_back`].
     fn awkward_values() -> (Vec<u16>, Vec<u16>, Dtm50Data) {
         let n = 3 * BLOCK_POSITIONS + 77;
         let (mut dtz, mut dtm) = (vec![UNKNOWN; n], vec![UNKNOWN; n]);
@@ -1921,7 +2003,7 @@ mod tests {
                 84..=87 => {
                     // One change point: a rise of 20 moves, or of 70 in
                     // every other block (escaped in both widths).
-                    let moves = if j / BLOCK_POSITIONS % 2 == 0 { 20 } else { 70 };
+                    let moves = if (j / BLOCK_POSITIONS).is_multiple_of(2) { 20 } else { 70 };
                     (dtz[j], dtm[j]) = (win, value::win(plies + 4));
                     functions[j] = vec![seg(dtm[j], 10), seg(value::win(plies + 4 + 2 * moves), 15)];
                 }

@@ -20,5 +20,6 @@ pub mod index;
 pub mod material;
 pub mod value;
 
+pub use format::FormatError;
 pub use index::{Layout, Pos};
 pub use material::Material;

@@ -154,8 +154,7 @@ impl BlockStash {
         has_dtm50: bool,
         legal_positions: u64,
     ) -> io::Result<[u8; format::HEADER_LEN]> {
-        let start =
-            format::header_and_index(format::VERSION, material, positions, has_dtm50, legal_positions, &self.entries());
+        let start = format::header_and_index(material, positions, has_dtm50, legal_positions, &self.entries());
         w.write_all(&start)?;
         let mut buf = Vec::new();
         for b in 0..self.slots.len() {
