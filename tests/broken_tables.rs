@@ -400,7 +400,7 @@ fn a_damaged_builtin_block_fails_only_its_own_probes() {
     let mut bytes = std::fs::read(&path).unwrap();
     let (_, blocks) = format::validate_layout(&bytes, &kqvk, layout.size).unwrap();
     let e = blocks.entries[block_of(damaged)];
-    assert!(e.len() > 0, "the block holds values");
+    assert!(!e.is_empty(), "the block holds values");
     bytes[e.offset + e.len() / 2] ^= 0x20;
     std::fs::write(&path, &bytes).unwrap();
     drop((table, store));

@@ -1497,7 +1497,7 @@ mod tests {
         let t = s.table(&krk).unwrap();
         let idx = t.layout.index(&pos_in(&t.layout, &b, false));
         let (block, _) = t.blocks.locate(idx);
-        let other = (0..t.block_count()).find(|&o| o != block && t.blocks.entries[o].len() > 0).unwrap();
+        let other = (0..t.block_count()).find(|&o| o != block && !t.blocks.entries[o].is_empty()).unwrap();
         let e = t.blocks.entries[block];
         let mut bytes = good.clone();
         bytes[e.offset + e.len() / 2] ^= 0x10;
