@@ -8,7 +8,9 @@
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use tbserver::builtin::{Material, Store, generate::generate, index::Layout};
+use tbformat::index::Layout;
+use tbgen::generate::generate;
+use tbserver::builtin::{Material, Store};
 
 fn bench(c: &mut Criterion) {
     let dir = std::env::temp_dir().join(format!("tbserver-bench-{}", std::process::id()));

@@ -3,7 +3,9 @@
 
 use std::time::Instant;
 
-use tbserver::builtin::{Material, Store, generate::generate, index::Layout};
+use tbformat::index::Layout;
+use tbgen::generate::generate;
+use tbserver::builtin::{Material, Store};
 
 fn main() {
     let mut args = std::env::args().skip(1);
@@ -21,7 +23,7 @@ fn main() {
     let warm = generate(&layout, &lookup, true, &never).expect("generate");
     let runs: u32 = args.next().map_or(5, |r| r.parse().expect("RUNS is a number"));
     let start = Instant::now();
-    let mut phases = tbserver::builtin::generate::PhaseSecs::default();
+    let mut phases = tbgen::generate::PhaseSecs::default();
     for _ in 0..runs {
         phases += std::hint::black_box(generate(&layout, &lookup, true, &never).expect("generate")).secs;
     }

@@ -2,7 +2,8 @@
 //! `cargo run --release --example probe_cmp -- DIR SYZYGY_DIR FEN`.
 use shakmaty::{CastlingMode, Chess, Position, fen::Fen};
 use shakmaty_syzygy::Tablebase;
-use tbserver::builtin::{Store, value};
+use tbformat::value;
+use tbserver::builtin::Store;
 
 fn main() {
     let a: Vec<String> = std::env::args().skip(1).collect();

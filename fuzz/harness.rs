@@ -31,7 +31,10 @@ pub fn fen(data: &[u8]) {
             let again = parse_fen(&normalized).unwrap_or_else(|e| panic!("{normalized:?} does not parse again: {e}"));
             assert_eq!(normalized_fen(&again), normalized);
         }
-        Err(err) => assert!((400..500).contains(&err.status()), "{err:?}"),
+        Err(err) => {
+            let status = tbserver::http::error::ApiError::from(err.clone()).status();
+            assert!((400..500).contains(&status), "{err:?}");
+        }
     }
 }
 

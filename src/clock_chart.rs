@@ -12,7 +12,7 @@ use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, FromSetup, Position, P
 
 use crate::{
     domain::{Dtm50, Source},
-    error::ApiError,
+    error::NoAnswer,
     material,
     probe::{self, api_error},
     request::normalized_fen,
@@ -23,7 +23,7 @@ use crate::{
 pub(crate) const CLOCKS: u32 = 100;
 
 /// A position's DTM50 at every half-move clock 0–99.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct Dtm50ByClock {
     pub fen: String,
     /// White's material `v` Black's, e.g. `KRBvKQ`.
@@ -42,7 +42,7 @@ pub(crate) struct Dtm50ByClock {
 }
 
 /// A clock at which DTM50 changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub(crate) struct Dtm50Change {
     /// The first clock with the new value.
     pub halfmove_clock: u32,
@@ -53,7 +53,7 @@ pub(crate) struct Dtm50Change {
     pub after_plies: i32,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum ChangeKind {
     /// The side to move still mates (or is mated), but the clock forces a
@@ -87,17 +87,17 @@ impl ChangeKind {
 }
 
 /// `pos` with its half-move clock set to `clock`.
-fn at_clock(pos: &Chess, clock: u32) -> Result<Chess, ApiError> {
+fn at_clock(pos: &Chess, clock: u32) -> Result<Chess, NoAnswer> {
     let mut setup = pos.to_setup(EnPassantMode::Legal);
     setup.halfmoves = clock;
     Chess::from_setup(setup, CastlingMode::Standard)
         .or_else(PositionError::ignore_impossible_check)
-        .map_err(|e| ApiError::IllegalPosition(e.to_string()))
+        .map_err(|e| NoAnswer::IllegalPosition(e.to_string()))
 }
 
 /// DTM50 of `pos` at its own clock as `/api/v1/probe` gives it: by the rules
 /// when the game is over on the board, else from the first exact table.
-fn dtm50_at(tb: &Tablebases, pos: &Chess) -> Result<Option<(Dtm50, Source)>, ApiError> {
+fn dtm50_at(tb: &Tablebases, pos: &Chess) -> Result<Option<(Dtm50, Source)>, NoAnswer> {
     let clock = pos.halfmoves();
     if pos.is_checkmate() {
         // Clocks here are below 100: the mate counts.
@@ -113,13 +113,13 @@ fn dtm50_at(tb: &Tablebases, pos: &Chess) -> Result<Option<(Dtm50, Source)>, Api
 }
 
 /// The chart's values for `pos` (its own clock is reported, not used).
-pub(crate) fn dtm50_by_clock(tb: &Tablebases, pos: &Chess) -> Result<Dtm50ByClock, ApiError> {
+pub(crate) fn dtm50_by_clock(tb: &Tablebases, pos: &Chess) -> Result<Dtm50ByClock, NoAnswer> {
     probe::check_coverage(tb, pos)?;
     let mut dtm50 = Vec::with_capacity(CLOCKS as usize);
     let mut source = Source::Rules;
     for clock in 0..CLOCKS {
         let Some((value, from)) = dtm50_at(tb, &at_clock(pos, clock)?)? else {
-            return Err(ApiError::NoDtm50Table { material: material::normalized(pos.board()) });
+            return Err(NoAnswer::NoDtm50Table { material: material::normalized(pos.board()) });
         };
         // Every clock comes from the same table; the first one names it.
         if clock == 0 {

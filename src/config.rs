@@ -105,7 +105,7 @@ pub struct BuiltinConfig {
     /// 7) or `small` (zstd's optimal parsing: somewhat smaller files for
     /// more generation CPU time; docs/performance.md). Tables found are
     /// read either way.
-    pub compression: crate::builtin::format::Compression,
+    pub compression: tbformat::format::Compression,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -223,13 +223,13 @@ impl Default for BuiltinConfig {
             shipped_dir: None,
             dtm50: true,
             wait_ms: 2000,
-            lazy_max_pieces: crate::builtin::material::DEFAULT_PIECES,
+            lazy_max_pieces: tbformat::material::DEFAULT_PIECES,
             max_memory_mib: 0,
             max_disk_mib: 0,
             max_unwritten_mib: crate::builtin::store::DEFAULT_MAX_UNWRITTEN_BYTES >> 20,
             max_queued_tables: 4,
             cache_mib: crate::builtin::cache::DEFAULT_CACHE_MIB,
-            compression: crate::builtin::format::Compression::Fast,
+            compression: tbformat::format::Compression::Fast,
         }
     }
 }

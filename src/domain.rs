@@ -9,7 +9,7 @@ use serde::Serialize;
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 /// A value of an answer, named as its field there.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Field {
     Wdl50,
@@ -20,7 +20,7 @@ pub enum Field {
 }
 
 /// Where a value came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Source {
     /// Syzygy WDL50/DTZ50'' files.
@@ -63,7 +63,7 @@ impl<T> Sourced<T> {
 
 /// DTZ50'' as reported: the stored value, whether it may be rounded, and the
 /// range the true value lies in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Dtz50 {
     /// Signed plies to the next zeroing move (capture, pawn move or mate) on a
     /// line that keeps the best result under the 50-move rule; positive when the
@@ -86,7 +86,7 @@ pub struct Dtz50 {
     pub rounded_in: Option<Source>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rounding {
     Exact,
@@ -133,7 +133,7 @@ impl Dtz50 {
 }
 
 /// Distance to mate, ignoring the 50-move rule (Gaviota, built-in DTM).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Dtm {
     /// Signed plies to mate: positive when the side to move mates, negative
     /// when it is mated, 0 in a draw or when already checkmated.
@@ -153,7 +153,7 @@ impl Dtm {
 /// DTM50: the distance to mate under the 50-move rule at the position's own
 /// half-move clock. Exact, from tables that play every line out under the
 /// rule (built-in tables, up to 4 pieces).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Dtm50 {
     /// Signed plies to mate: positive when the side to move mates, negative
     /// when it is mated; 0 when drawn at this clock or already checkmated.
@@ -191,7 +191,7 @@ impl Dtm50 {
 /// line that owes the fewest pawn pushes before a conversion (a capture or a
 /// promotion, or mate) and still fits in the plies the 50-move rule leaves;
 /// pawnless endings have nothing to push, so there DTC is DTZ.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Dtc {
     /// Signed plies to the next zeroing move on that line: positive when the
     /// side to move wins, negative when it loses, 0 when the clock leaves no
@@ -221,7 +221,7 @@ pub(crate) fn wdl50_value(wdl: Wdl) -> i8 {
 }
 
 /// The verdict at the real half-move clock.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Category {
     Loss,

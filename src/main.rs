@@ -88,7 +88,7 @@ enum Command {
         /// How hard to compress the tables: `fast` or `small` (somewhat
         /// smaller, for more CPU time) [default: the configured
         /// builtin.compression].
-        #[arg(long, value_name = "HOW", value_parser = tbserver::builtin::format::Compression::NAMES)]
+        #[arg(long, value_name = "HOW", value_parser = tbformat::format::Compression::NAMES)]
         compression: Option<String>,
     },
     /// Check the table files in directories (Syzygy, Gaviota, built-in) and
@@ -249,9 +249,12 @@ fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
     let config = load_config(args)?;
     init_logging(LogFormat::Human);
     let tablebases = app::open_tablebases(&config);
-    let answer = parse_fen(fen)
-        .and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::Dtm50First))
-        .map_err(|e| serde_json::to_string(&e.body()).unwrap_or_else(|_| e.to_string()))?;
+    let answer =
+        parse_fen(fen).and_then(|pos| probe::probe(&tablebases, &pos, probe::MoveOrder::Dtm50First)).map_err(|e| {
+            // The same error object as the API's.
+            let e = http::error::ApiError::from(e);
+            serde_json::to_string(&e.body()).unwrap_or_else(|_| e.to_string())
+        })?;
     println!("{}", serde_json::to_string_pretty(&answer).map_err(|e| e.to_string())?);
     Ok(())
 }
@@ -282,7 +285,8 @@ fn generate(
     without_dtm50: bool,
     compression: Option<String>,
 ) -> Result<(), String> {
-    use tbserver::builtin::{self, Material, material};
+    use tbformat::material;
+    use tbserver::builtin::{self, Material};
     if !(3..=material::MAX_PIECES).contains(&pieces) {
         return Err(format!("--pieces {pieces}: built-in tables have 3 to {} pieces", material::MAX_PIECES));
     }
@@ -321,7 +325,7 @@ fn generate(
     let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
     let compression = compression
         .as_deref()
-        .map_or(Some(config.builtin.compression), builtin::format::Compression::parse)
+        .map_or(Some(config.builtin.compression), tbformat::format::Compression::parse)
         .expect("clap checks the name");
     let summary = if split.wave.is_some() || split.shard.is_some() {
         let part = builtin::part_of(&targets, split.wave, split.shard).map_err(|e| e.to_string())?;

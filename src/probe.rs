@@ -9,7 +9,7 @@ use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
 use crate::{
     domain::{Category, Dtc, Dtm, Dtm50, Dtz50, Field, Source, Sourced, wdl50_value},
-    error::ApiError,
+    error::NoAnswer,
     material,
     request::normalized_fen,
     search::{self, Derivation, MateBound, MateSide, NoBound},
@@ -20,8 +20,7 @@ use crate::{
 /// Which source gave each value (absent when the value is unknown). The
 /// example: a KRvK position at clock 95 with Syzygy and chesstb configured,
 /// where chesstb makes Syzygy's rounded DTZ exact.
-#[derive(Debug, Clone, Default, Serialize, utoipa::ToSchema)]
-#[schema(example = json!({"wdl50": "syzygy", "dtz50": "chesstb", "dtm": "chesstb", "dtm50": "chesstb", "dtc": "chesstb"}))]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Sources {
     pub wdl50: Option<Source>,
     pub dtz50: Option<Source>,
@@ -31,7 +30,7 @@ pub struct Sources {
 }
 
 /// The values of one position, from its side to move's point of view.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct PositionInfo {
     /// The verdict at the position's real half-move clock.
     pub category: Category,
@@ -108,7 +107,7 @@ impl PositionInfo {
 
 /// One legal move and the values of the position after it, from the point of
 /// view of the side to move there (the opponent).
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct MoveInfo {
     pub uci: String,
     pub san: String,
@@ -123,7 +122,7 @@ pub struct MoveInfo {
     pub m: Move,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ProbeAnswer {
     pub fen: String,
     /// White's material `v` Black's, e.g. `KBNvK`.
@@ -270,7 +269,7 @@ fn set_rules(info: &mut PositionInfo, wdl: Wdl, dtz_plies: i32, dtm_plies: i32) 
 }
 
 /// Checks that the position is one tables could cover at all.
-pub(crate) fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiError> {
+pub(crate) fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), NoAnswer> {
     let pieces = pos.board().occupied().count();
     let max = tb.max_pieces().max(2);
     if pieces > max {
@@ -278,13 +277,13 @@ pub(crate) fn check_coverage(tb: &Tablebases, pos: &Chess) -> Result<(), ApiErro
         let generate = crate::builtin::Material::parse_table(&material::normalized(pos.board()))
             .filter(|m| tb.generation(m, false).is_some())
             .map(|m| m.name());
-        return Err(ApiError::TooManyPieces { pieces, max, generate });
+        return Err(NoAnswer::TooManyPieces { pieces, max, generate });
     }
     Ok(())
 }
 
 /// How to order winning (and losing) moves among themselves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, serde::Deserialize)]
 pub enum MoveOrder {
     /// Fastest mate under the 50-move rule first where DTM50 is known, then
     /// DTM, then DTZ (tbserver's own API).
@@ -300,7 +299,7 @@ pub enum MoveOrder {
 }
 
 /// Full answer with every move.
-pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnswer, ApiError> {
+pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnswer, NoAnswer> {
     check_coverage(tb, pos)?;
     let info = position_info(tb, pos);
     if info.is_generating() {
@@ -309,10 +308,10 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
     if let Some(err) = &info.table_error
         && !info.is_known()
     {
-        return Err(ApiError::Table(err.clone()));
+        return Err(NoAnswer::Table(err.clone()));
     }
     if !info.is_known() {
-        return Err(ApiError::MissingTable {
+        return Err(NoAnswer::MissingTable {
             material: material::normalized(pos.board()),
             missing: missing_names(tb, pos),
         });
@@ -334,20 +333,20 @@ pub fn probe(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<ProbeAnsw
 
 /// The error for a position nothing can answer until built-in tables are
 /// generated, with how far they are.
-pub(crate) fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> ApiError {
+pub(crate) fn generating(tb: &Tablebases, pos: &Chess, info: &PositionInfo) -> NoAnswer {
     let material = info.generating.clone().unwrap_or_else(|| material::normalized(pos.board()));
     api_error(tb, Unanswered::Generating { material })
 }
 
 /// Why a source gave no value, as the API's error: a broken table, or the
 /// progress of the built-in tables being generated.
-pub(crate) fn api_error(tb: &Tablebases, err: Unanswered) -> ApiError {
+pub(crate) fn api_error(tb: &Tablebases, err: Unanswered) -> NoAnswer {
     match err {
-        Unanswered::Broken(err) => ApiError::Table(err),
+        Unanswered::Broken(err) => NoAnswer::Table(err),
         Unanswered::Generating { material } => {
             let progress =
                 tb.progress(&material).unwrap_or_else(|| crate::builtin::schedule::Progress::ready(material));
-            ApiError::Generating(Box::new(progress))
+            NoAnswer::Generating(Box::new(progress))
         }
     }
 }
@@ -481,7 +480,7 @@ fn promotion_rank(promotion: Option<Role>) -> u8 {
 }
 
 /// How a mainline ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum MainlineEnd {
     Checkmate,
@@ -497,7 +496,7 @@ pub(crate) enum MainlineEnd {
     LengthLimit,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct MainlineStep {
     pub uci: String,
     pub san: String,
@@ -511,7 +510,7 @@ pub(crate) struct MainlineStep {
     pub dtc: Option<Dtc>,
 }
 
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub(crate) struct Mainline {
     pub fen: String,
     /// The distance the line follows: `dtm50`, `dtm` or `dtz`.
@@ -536,7 +535,7 @@ pub(crate) const MAX_MAINLINE_PLIES: usize = 1024;
 
 /// Follows the best move of [`probe`] until mate, a draw claim or a drawn
 /// position.
-pub(crate) fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainline, ApiError> {
+pub(crate) fn mainline(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Result<Mainline, NoAnswer> {
     let first = probe(tb, pos, order)?;
     let mut line = Mainline {
         fen: first.fen.clone(),
@@ -615,14 +614,14 @@ fn dtz_of(info: &PositionInfo) -> Option<MaybeRounded<Dtz>> {
 
 /// Why a position has no value: castling rights, more pieces than any
 /// table, or a missing table (named).
-pub(crate) fn not_covered(tb: &Tablebases, pos: &Chess) -> ApiError {
+pub(crate) fn not_covered(tb: &Tablebases, pos: &Chess) -> NoAnswer {
     if pos.castles().any() {
-        return ApiError::CastlingRights;
+        return NoAnswer::CastlingRights;
     }
     if let Err(err) = check_coverage(tb, pos) {
         return err;
     }
-    ApiError::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) }
+    NoAnswer::MissingTable { material: material::normalized(pos.board()), missing: missing_names(tb, pos) }
 }
 
 /// WDL50 at clock 0, and DTZ50'' where a table has it.
@@ -630,7 +629,7 @@ type WdlDtz = (Wdl, Option<MaybeRounded<Dtz>>);
 
 /// WDL50 (at clock 0) and DTZ50'' of a position, by the rules where the game
 /// is over. `Ok(None)` when no table has it.
-fn wdl_dtz(tb: &Tablebases, pos: &Chess) -> Result<Option<WdlDtz>, ApiError> {
+fn wdl_dtz(tb: &Tablebases, pos: &Chess) -> Result<Option<WdlDtz>, NoAnswer> {
     let legal = pos.legal_moves();
     if legal.is_empty() {
         return Ok(Some(if pos.is_check() {
@@ -655,7 +654,7 @@ fn wdl_dtz(tb: &Tablebases, pos: &Chess) -> Result<Option<WdlDtz>, ApiError> {
 /// closest to zero when winning and farthest when losing; the first such
 /// move in `legal_moves()` order. `Ok(None)` when there is no legal move;
 /// an error when a move's result is unknown.
-pub fn dtz_best_move(tb: &Tablebases, pos: &Chess) -> Result<Option<(Move, MaybeRounded<Dtz>)>, ApiError> {
+pub fn dtz_best_move(tb: &Tablebases, pos: &Chess) -> Result<Option<(Move, MaybeRounded<Dtz>)>, NoAnswer> {
     if let Some(best) = tb.best_move(pos).map_err(|e| api_error(tb, e))? {
         return Ok(best.value);
     }

@@ -166,7 +166,7 @@ impl Tablebases {
     pub(crate) fn table_stats(
         &self,
         material: &crate::builtin::Material,
-    ) -> ProbeResult<Sourced<Arc<crate::builtin::stats::TableStats>>> {
+    ) -> ProbeResult<Sourced<Arc<tbgen::stats::TableStats>>> {
         let mut error = None;
         for source in &self.sources {
             match source.table_stats(material) {

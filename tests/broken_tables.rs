@@ -376,8 +376,9 @@ fn sighup_rescans_the_running_binary() {
 /// shared block cache at work.
 #[test]
 fn a_damaged_builtin_block_fails_only_its_own_probes() {
+    use tbformat::format;
     use tbserver::builtin::{
-        Material, Store, format,
+        Material, Store,
         store::{board_of, pos_in},
     };
     let dir = std::env::temp_dir().join(format!("tbserver-broken-builtin-{}", std::process::id()));

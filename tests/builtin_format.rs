@@ -13,13 +13,13 @@ mod common;
 use std::sync::atomic::AtomicBool;
 
 use rayon::prelude::*;
-use tbserver::builtin::{
-    Store, all_materials,
+use tbformat::{
     dtm50::{Dtm50Data, Dtm50View, LAST_MOVE_CLOCK},
     format,
-    generate::generate,
     index::Layout,
 };
+use tbgen::generate::generate;
+use tbserver::builtin::{Store, all_materials};
 
 use common::{exhaustive, generated_builtin_dir, rng_for, sample_seed};
 
@@ -47,7 +47,7 @@ fn blocks_give_back_every_value_the_generator_computed() {
     for m in all_materials(4) {
         let t = store.table(&m).unwrap();
         let layout = Layout::new(&m);
-        let lookup = |b: &tbserver::builtin::generate::Board| store.lookup(b).map_err(|e| e.to_string());
+        let lookup = |b: &tbgen::generate::Board| store.lookup(b).map_err(|e| e.to_string());
         let g = generate(&layout, &lookup, true, &never).unwrap();
         let oracle = g.dtm50.as_ref().unwrap();
         // The file as generated now is the file on disk, byte for byte:
@@ -77,7 +77,7 @@ fn blocks_give_back_every_value_the_generator_computed() {
             for &idx in chunk {
                 let i = idx as usize;
                 // Illegal indexes are never probed, and read as don't-care.
-                if g.dtz[i] == tbserver::builtin::value::UNKNOWN {
+                if g.dtz[i] == tbformat::value::UNKNOWN {
                     continue;
                 }
                 let v = t.try_values(idx).unwrap();
@@ -94,7 +94,7 @@ fn blocks_give_back_every_value_the_generator_computed() {
                 assert_eq!(segments, expected, "{} index {idx}", m.name());
             }
         });
-        checked += indexes.iter().filter(|&&i| g.dtz[i as usize] != tbserver::builtin::value::UNKNOWN).count() as u64;
+        checked += indexes.iter().filter(|&&i| g.dtz[i as usize] != tbformat::value::UNKNOWN).count() as u64;
 
         let raw = raw_bytes(n, oracle);
         let blocks = t.metric_bytes();
@@ -193,7 +193,7 @@ fn blocks_give_back_every_five_piece_value() {
         tbserver::builtin::generate_in(&store, &wanted, &|_| {}).expect("generate");
         let t = store.table(&m).unwrap();
         let layout = Layout::new(&m);
-        let lookup = |b: &tbserver::builtin::generate::Board| store.lookup(b).map_err(|e| e.to_string());
+        let lookup = |b: &tbgen::generate::Board| store.lookup(b).map_err(|e| e.to_string());
         let g = generate(&layout, &lookup, true, &never).unwrap();
         let oracle = g.dtm50.as_ref().unwrap();
         let checked: u64 = (0..layout.size as u32)
@@ -203,7 +203,7 @@ fn blocks_give_back_every_five_piece_value() {
                 let (mut segments, mut expected, mut n) = (Vec::new(), Vec::new(), 0u64);
                 for idx in chunk {
                     let i = idx as usize;
-                    if g.dtz[i] == tbserver::builtin::value::UNKNOWN {
+                    if g.dtz[i] == tbformat::value::UNKNOWN {
                         continue;
                     }
                     let v = t.try_values(idx).unwrap();

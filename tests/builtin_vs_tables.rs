@@ -21,12 +21,12 @@ use std::sync::{
 use rayon::prelude::*;
 use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Tablebase, Wdl};
-use tbserver::builtin::{
-    Material, Store, all_materials,
+use tbformat::{
     dtm50::{self, LAST_MOVE_CLOCK, Segment},
     index::{Layout, Pos},
     value,
 };
+use tbserver::builtin::{Material, Store, all_materials};
 use tbserver::search::{MateSide, NoBound};
 use tbserver::sources::{TableSource, gaviota::GaviotaSource};
 

@@ -202,7 +202,7 @@ fn symmetry(s: u8, sq: u8) -> u8 {
 /// unless a board symmetry swaps them and fixes everything else (then the
 /// two labellings are one position under the symmetries).
 fn recount(table: &tbserver::builtin::Table) -> ([Published; 2], [[u64; 5]; 2]) {
-    use tbserver::builtin::value;
+    use tbformat::value;
     let layout = &table.layout;
     let men = &layout.men[..layout.n];
     let pair: Option<(usize, usize)> =
@@ -421,16 +421,15 @@ fn statistics_are_stored_when_a_table_is_generated() {
     let table = store.table(&material).unwrap();
     // Written beside the table by its generation, before anyone asked.
     let sidecar = dir.join("KRvK.stats.json");
-    let stored: tbserver::builtin::stats::TableStats =
-        serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
-    assert_eq!(stored, tbserver::builtin::stats::compute(table.as_ref()));
+    let stored: tbgen::stats::TableStats = serde_json::from_slice(&std::fs::read(&sidecar).unwrap()).unwrap();
+    assert_eq!(stored, tbgen::stats::compute(table.as_ref()));
     assert_eq!(stored.white_to_move.longest_dtz50.as_ref().map(|e| e.plies), Some(31));
     assert_eq!(stored.black_to_move.longest_dtz50.as_ref().map(|e| e.plies), Some(-32));
     // A table generated again (another checksum) does not take old figures.
     let mut stale = stored.clone();
     stale.table_crc32 ^= 1;
     std::fs::write(&sidecar, serde_json::to_vec(&stale).unwrap()).unwrap();
-    assert_eq!(tbserver::builtin::stats::read_sidecar(table.as_ref()), None);
-    assert_eq!(tbserver::builtin::stats::load_or_compute(table.as_ref()), stored);
+    assert_eq!(tbgen::stats::read_sidecar(table.as_ref()), None);
+    assert_eq!(tbgen::stats::load_or_compute(table.as_ref()), stored);
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -113,7 +113,7 @@ fn chesstb_agrees_with_builtin_tables() {
     }
 }
 
-fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+fn to_chess(l: &tbformat::index::Layout, p: &tbformat::index::Pos) -> Option<Chess> {
     let mut board = Board::empty();
     for i in 0..l.n {
         let (color, role) = l.men[i];

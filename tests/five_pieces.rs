@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use shakmaty::{CastlingMode, Chess, fen::Fen};
 use shakmaty_syzygy::{Tablebase, Wdl};
-use tbserver::builtin::{Material, Store, index::Pos, value};
+use tbformat::{index::Pos, value};
+use tbserver::builtin::{Material, Store};
 
 /// KNNvKN: a Syzygy file in the shared data, identical men (the two white
 /// knights), and the quickest table of 5 pieces to generate (about a minute
@@ -26,7 +27,7 @@ fn send(request: reqwest::blocking::RequestBuilder) -> (u16, Value) {
     (status, response.json().unwrap_or(Value::Null))
 }
 
-fn fen_of(l: &tbserver::builtin::index::Layout, p: &Pos) -> String {
+fn fen_of(l: &tbformat::index::Layout, p: &Pos) -> String {
     let mut board = shakmaty::Board::empty();
     for i in 0..l.n {
         let (color, role) = l.men[i];

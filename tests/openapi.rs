@@ -93,7 +93,7 @@ fn errors_are_documented_with_their_codes_and_statuses() {
     let Some(server) = TestServer::with_shared_tables() else { return };
     let (_, doc) = server.get("/api/openapi.json");
     let code = doc["components"]["schemas"]["ErrorDetail"]["properties"]["code"]["description"].as_str().unwrap();
-    for (code_name, status) in tbserver::error::ApiError::examples().iter().map(|e| (e.code(), e.status())) {
+    for (code_name, status) in tbserver::http::error::ApiError::examples().iter().map(|e| (e.code(), e.status())) {
         assert!(code.contains(&format!("`{code_name}` ({status})")), "{code_name} missing from {code}");
     }
     // Every operation that takes a position documents the client's errors.
@@ -122,4 +122,159 @@ fn errors_are_documented_with_their_codes_and_statuses() {
     assert_eq!((status, body["error"]["code"].as_str()), (422, Some("illegal_position")));
     let (status, body) = server.get("/standard?fen=8/8/8/8/8/8/8/8_w_-_-_0_1");
     assert_eq!((status, body["error"]["code"].as_str()), (400, Some("illegal_position")));
+}
+
+/// Checks `value` against `schema` (an OpenAPI 3.1 schema of `doc`, as
+/// utoipa writes them): types, enums, required keys, and no key an object's
+/// schema does not name. Counts the keys checked.
+fn conforms(doc: &Value, schema: &Value, value: &Value, at: &str, keys: &mut usize) -> Result<(), String> {
+    if let Some(target) = schema["$ref"].as_str() {
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        return conforms(doc, &doc["components"]["schemas"][name], value, at, keys);
+    }
+    for alternatives in ["oneOf", "anyOf"] {
+        if let Some(list) = schema[alternatives].as_array() {
+            let mut errors = Vec::new();
+            for alternative in list {
+                let mut counted = 0;
+                match conforms(doc, alternative, value, at, &mut counted) {
+                    Ok(()) => {
+                        *keys += counted;
+                        return Ok(());
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+            return Err(format!("{at}: no alternative of {alternatives} fits: {}", errors.join(" | ")));
+        }
+    }
+    if let Some(types) = schema.get("type") {
+        let types: Vec<&str> = match types {
+            Value::String(t) => vec![t.as_str()],
+            Value::Array(list) => list.iter().filter_map(Value::as_str).collect(),
+            other => return Err(format!("{at}: type {other}")),
+        };
+        let fits = types.iter().any(|t| match *t {
+            "null" => value.is_null(),
+            "boolean" => value.is_boolean(),
+            "integer" => value.is_i64() || value.is_u64(),
+            "number" => value.is_number(),
+            "string" => value.is_string(),
+            "array" => value.is_array(),
+            "object" => value.is_object(),
+            other => panic!("{at}: unknown type {other}"),
+        });
+        if !fits {
+            return Err(format!("{at}: {value} is not of type {types:?}"));
+        }
+    }
+    if let Some(allowed) = schema["enum"].as_array()
+        && !allowed.contains(value)
+    {
+        return Err(format!("{at}: {value} is not one of {allowed:?}"));
+    }
+    if let (Some(items), Some(list)) = (schema.get("items"), value.as_array()) {
+        for (i, item) in list.iter().enumerate() {
+            conforms(doc, items, item, &format!("{at}[{i}]"), keys)?;
+        }
+    }
+    if let Some(object) = value.as_object() {
+        // Properties and required keys, merged over `allOf` (utoipa's form of
+        // `#[serde(flatten)]`).
+        let mut properties = serde_json::Map::new();
+        let mut required = Vec::new();
+        let mut open = false;
+        collect_properties(doc, schema, &mut properties, &mut required, &mut open);
+        if properties.is_empty() && required.is_empty() {
+            return Ok(());
+        }
+        for name in &required {
+            if !object.contains_key(name) {
+                return Err(format!("{at}: required key `{name}` missing"));
+            }
+        }
+        for (name, field) in object {
+            match properties.get(name) {
+                Some(property) => {
+                    *keys += 1;
+                    conforms(doc, property, field, &format!("{at}.{name}"), keys)?;
+                }
+                None if open => {}
+                None => return Err(format!("{at}: key `{name}` is not in the schema")),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn collect_properties(
+    doc: &Value,
+    schema: &Value,
+    properties: &mut serde_json::Map<String, Value>,
+    required: &mut Vec<String>,
+    open: &mut bool,
+) {
+    if let Some(target) = schema["$ref"].as_str() {
+        let name = target.strip_prefix("#/components/schemas/").unwrap();
+        return collect_properties(doc, &doc["components"]["schemas"][name], properties, required, open);
+    }
+    for part in schema["allOf"].as_array().into_iter().flatten() {
+        collect_properties(doc, part, properties, required, open);
+    }
+    if let Some(own) = schema["properties"].as_object() {
+        properties.extend(own.clone());
+    }
+    required.extend(schema["required"].as_array().into_iter().flatten().filter_map(|r| r.as_str().map(str::to_owned)));
+    *open |= matches!(schema.get("additionalProperties"), Some(v) if v != &Value::Bool(false));
+}
+
+/// Live answers of every JSON endpoint, successes and errors, fit the
+/// schemas the document gives for their status, key by key: the schemas are
+/// written apart from the types that serialize the answers, and this keeps
+/// the two the same.
+#[test]
+fn answers_fit_their_documented_schemas() {
+    let Some(server) = TestServer::with_shared_and_builtin_tables() else { return };
+    let (_, doc) = server.get("/api/openapi.json");
+    let fens = [
+        "8/8/8/8/8/2k5/8/KR6_w_-_-_0_1",    // KRvK at clock 0
+        "8/8/8/8/8/2k5/8/KR6_w_-_-_90_60",  // its DTM50 beyond the clock
+        "4k3/8/8/8/8/8/4P3/4K3_w_-_-_0_1",  // a pawn ending
+        "8/8/8/8/8/1k6/8/KQ6_b_-_-_0_1",    // the losing side to move
+        "8/8/8/3k4/8/8/8/KBN5_w_-_-_0_1",   // KBNvK
+        "8/8/8/3k4/8/8/1q6/KRB5_w_-_-_0_1", // 5 pieces: Syzygy only
+        "k7/8/1QK5/8/8/8/8/8_b_-_-_0_1",    // stalemate
+        "8/8/8/8/8/8/8/8_w_-_-_0_1",        // an error
+    ];
+    let mut requests: Vec<(String, String)> = Vec::new();
+    for fen in fens {
+        for path in ["/api/v1/probe", "/api/v1/mainline", "/standard", "/standard/mainline", "/api/v1/dtm50-by-clock"] {
+            requests.push((path.to_owned(), format!("{path}?fen={fen}")));
+        }
+        requests.push(("/api/v1/analyse".to_owned(), format!("/api/v1/analyse?fen={fen}&movetime_ms=50")));
+    }
+    for path in ["/api/v1/tables", "/api/v1/tables/KRvK/stats", "/api/v1/tables/KQvKR/stats", "/healthz", "/readyz"] {
+        requests.push((path.to_owned(), path.to_owned()));
+    }
+    requests.push(("/api/v1/tables/generate".to_owned(), "/api/v1/tables/generate?material=KRvK".to_owned()));
+    let (mut answers, mut keys) = (0, 0);
+    for (template, request) in &requests {
+        let template = if template.contains("/stats") { "/api/v1/tables/{material}/stats" } else { template };
+        let Some(operation) = doc["paths"][template]["get"].as_object() else { panic!("{template} not documented") };
+        let (status, body) = server.get(request);
+        let schema = &operation["responses"][status.to_string()]["content"]["application/json"]["schema"];
+        assert!(schema.is_object(), "{request}: status {status} has no JSON schema");
+        if let Err(e) = conforms(&doc, schema, &body, "answer", &mut keys) {
+            panic!("{request} ({status}): {e}\n{body:#}");
+        }
+        answers += 1;
+    }
+    let batch = format!(r#"{{"fens": ["{}", "not a fen"]}}"#, fens[0].replace('_', " "));
+    let (status, body) = server.post("/api/v1/probe", &batch);
+    let schema = &doc["paths"]["/api/v1/probe"]["post"]["responses"][status.to_string()]["content"]["application/json"]
+        ["schema"];
+    conforms(&doc, schema, &body, "batch", &mut keys).unwrap_or_else(|e| panic!("batch ({status}): {e}\n{body:#}"));
+    answers += 1;
+    report!("openapi: {answers} answers fit their documented schemas, {keys} keys checked");
+    assert!(keys > 2000, "{keys} keys");
 }

@@ -13,11 +13,12 @@ use std::{
     process::Command,
     time::{Duration, Instant},
 };
+use tbformat::format;
 
 use common::{Log, TestServer, generated_builtin_dir, spawn_listening};
 use serde_json::Value;
 use tbserver::{
-    builtin::{Material, budget, format},
+    builtin::{Material, budget},
     config::{BuiltinMode, Config},
 };
 

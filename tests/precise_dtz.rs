@@ -111,7 +111,7 @@ fn syzygy_precise_values_stand_and_rounded_ones_are_chesstb_s() {
             && common::builtin_file_version(
                 &builtin_dir.join(format!("{}.tbsb", tbserver::material::normalized(pos.board()))),
             )
-            .is_some_and(|v| v == tbserver::builtin::format::VERSION)
+            .is_some_and(|v| v == tbformat::format::VERSION)
     };
     let mut counts = Counts::default();
     let mut check = |pos: &Chess| {

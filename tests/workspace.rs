@@ -105,3 +105,43 @@ fn lower_crates_pull_in_none_of_the_service_machinery() {
     let service = closure(&deps, "tbserver");
     assert!(["tokio", "axum", "utoipa", "hyper", "rayon"].iter().all(|n| service.contains(*n)));
 }
+
+/// Inside the service crate, HTTP lives at the top: no module outside
+/// `src/http/` (and the binary, `src/main.rs`) names the web framework, the
+/// OpenAPI derive, the HTTP error type or an API URL in code. Comments may
+/// mention endpoints.
+#[test]
+fn http_stays_in_the_http_layer() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut stack = vec![root.clone()];
+    let (mut files, mut lines) = (0, 0);
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                if path != root.join("http") {
+                    stack.push(path);
+                }
+                continue;
+            }
+            if path.extension().is_none_or(|e| e != "rs") || path == root.join("main.rs") {
+                continue;
+            }
+            files += 1;
+            for (n, line) in std::fs::read_to_string(&path).unwrap().lines().enumerate() {
+                let code = line.split("//").next().unwrap();
+                lines += 1;
+                for word in ["utoipa", "axum", "crate::http", "ApiError", "\"/api/", "\"/tables/"] {
+                    assert!(
+                        !code.contains(word),
+                        "{}:{}: `{word}` below the HTTP layer: {line}",
+                        path.display(),
+                        n + 1
+                    );
+                }
+            }
+        }
+    }
+    println!("{files} files, {lines} lines outside src/http: no HTTP in code");
+    assert!(files > 20);
+}

@@ -13,8 +13,8 @@ use std::sync::{
     atomic::{AtomicU64, Ordering},
 };
 
-use super::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
 use tbcache::{Recent, SetCache};
+use tbformat::format::{BLOCK_POSITIONS, DecodedBlock, Dtm50Part};
 
 /// Default of `builtin.cache_mib`: room for the blocks a full answer
 /// reaches over a few hundred random positions of every 3-4-piece table (a

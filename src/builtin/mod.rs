@@ -13,13 +13,13 @@ pub(crate) mod cache;
 pub(crate) mod schedule;
 pub mod store;
 
-pub use tbformat::{dtm50, format, index, material, value};
-pub use tbgen::{generate, stash, stats};
-
 use std::{path::Path, time::Instant};
 
-pub use material::{Material, all_materials, waves};
+use tbformat::{format, index, material};
+use tbgen::generate;
+
 pub use store::{Store, StoreCounters, Table, Unavailable, Waiting};
+pub use tbformat::material::{Material, all_materials, waves};
 
 #[derive(Debug, thiserror::Error)]
 #[error("built-in tables: {0}")]

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
-use super::{budget::Refusal, material::Material};
+use super::budget::Refusal;
+use tbformat::material::Material;
 
 /// Why a table cannot be read now.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -235,7 +236,7 @@ impl Queue {
 }
 
 /// How far the built-in tables a position needs are from ready.
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Progress {
     /// The table the position is in, e.g. `KPPvK`.
     pub material: String,
@@ -257,7 +258,7 @@ impl Progress {
 
 /// Where the tables of one material stand, as `/api/v1/tables/generate`
 /// tells it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum GenerationState {
     /// It and every table it converts into can be probed.
@@ -271,7 +272,7 @@ pub enum GenerationState {
     Failed,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TableState {
     Queued,
@@ -280,7 +281,7 @@ pub enum TableState {
     Failed,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct TableProgress {
     pub material: String,
     pub state: TableState,
@@ -329,7 +330,7 @@ mod tests {
         for name in ["KRBvKQ", "KNNvKN", "KQvK"] {
             q.want(&m(name), false);
         }
-        let size = |m: &Material| crate::builtin::index::Layout::new(m).size as u64;
+        let size = |m: &Material| tbformat::index::Layout::new(m).size as u64;
         let first = q.next(|_| true, size).unwrap();
         assert_eq!(first.name(), "KQvK", "fewer pieces first");
         let second = q.next(|_| true, size).unwrap();

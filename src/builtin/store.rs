@@ -16,17 +16,22 @@ use memmap2::Mmap;
 use shakmaty::{Color, Role};
 use tokio::sync::watch;
 
+use tbformat::{
+    dtm50,
+    format::{self, Blocks, DecodedBlock, Dtm50Part},
+    index::{Layout, MAX_MEN, NONE, Pos},
+    material::{self, Material, NUMBER_OF_IDS},
+    value,
+};
+use tbgen::{
+    generate::{Board, PhaseSecs, Values, generate_blocks},
+    stash::{self, BlockStash},
+};
+
 use super::{
     budget::{self, Caps, Refusal},
     cache::{BlockCache, BlockKey, CacheCounts},
-    dtm50,
-    format::{self, Blocks, DecodedBlock, Dtm50Part},
-    generate::{Board, PhaseSecs, Values, generate_blocks},
-    index::{Layout, MAX_MEN, NONE, Pos},
-    material::{self, Material, NUMBER_OF_IDS},
     schedule::{GenerationState, Progress, Queue},
-    stash::{self, BlockStash},
-    value,
 };
 
 enum Data {
@@ -142,7 +147,7 @@ impl Table {
         self.try_values(idx).unwrap_or_else(|e| panic!("{e}"))
     }
 
-    /// DTZ50'' value at `idx`, encoded as in [`super::value`].
+    /// DTZ50'' value at `idx`, encoded as in [`tbformat::value`].
     pub fn dtz(&self, idx: u32) -> u16 {
         self.values(idx).dtz
     }
@@ -180,7 +185,7 @@ impl Table {
     }
 }
 
-impl super::stats::Scan for Table {
+impl tbgen::stats::Scan for Table {
     fn material(&self) -> &Material {
         &self.material
     }
@@ -992,7 +997,7 @@ impl Inner {
                 // whole (at shutdown left for the first request to compute).
                 if !self.cancelled.load(Ordering::SeqCst) {
                     let start = Instant::now();
-                    super::stats::store(&t, tally.into_stats(&t));
+                    tbgen::stats::store(&t, tally.into_stats(&t));
                     t.phase_secs.as_mut().expect("set above").stats = start.elapsed().as_secs_f64();
                 }
                 t
@@ -1490,7 +1495,7 @@ mod tests {
             turn: Color::White,
         };
         let s = Store::new(&dir, false);
-        let mate_in_one = super::super::value::win(1);
+        let mate_in_one = tbformat::value::win(1);
         assert_eq!(s.lookup(&b).unwrap(), Values { dtz: mate_in_one, dtm: mate_in_one, dtm50: mate_in_one });
         // A flipped byte inside a block: the table opens, the probes of that
         // block fail naming it, the others answer.

@@ -13,7 +13,7 @@ use axum::{
 use serde::Serialize;
 
 use super::{AppState, serve::Peer};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// Proof, as a handler argument, that the request may start an operator
 /// action; extracting it refuses the request otherwise (401 or 403).

@@ -19,10 +19,10 @@ use serde::Deserialize;
 use shakmaty::Chess;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::{AppState, openapi};
+use super::{AppState, openapi, schema};
 use crate::{
     config::SearchConfig,
-    error::ApiError,
+    http::error::ApiError,
     request::parse_fen,
     search::{self, Limits, SearchOptions, SearchResult},
 };
@@ -181,8 +181,8 @@ fn search_span(pos: &Chess, limits: &Limits) -> tracing::Span {
 /// `GET /api/v1/analyse`: the final result as JSON.
 #[utoipa::path(
     get, path = "/api/v1/analyse", tag = "search", params(AnalyseQuery),
-    responses((status = 200, body = SearchResult, content(
-        (SearchResult = "application/json"), (SearchResult = "application/cbor"))), openapi::SearchErrors)
+    responses((status = 200, body = schema::SearchResult, content(
+        (schema::SearchResult = "application/json"), (schema::SearchResult = "application/cbor"))), openapi::SearchErrors)
 )]
 pub async fn analyse(
     State(state): State<AppState>,

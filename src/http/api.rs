@@ -10,11 +10,11 @@ use serde::{Deserialize, Serialize};
 use super::{
     Answer, AppState, Endpoint, FenQuery, FenRequest, Format,
     admin::{Access, Admin, ClientAccess},
-    answer_fen, encoding, openapi,
+    answer_fen, encoding, openapi, schema,
 };
 use crate::{
     builtin::schedule::{GenerationState, Progress},
-    error::ApiError,
+    http::error::ApiError,
     probe::{self, MoveOrder},
     request::parse_fen,
     sources::TableInfo,
@@ -23,8 +23,8 @@ use crate::{
 /// Everything the tables say about a position and each of its moves.
 #[utoipa::path(
     get, path = "/api/v1/probe", tag = "probe", params(FenQuery),
-    responses((status = 200, body = probe::ProbeAnswer, content(
-        (probe::ProbeAnswer = "application/json"), (probe::ProbeAnswer = "application/cbor"))), openapi::PositionErrors)
+    responses((status = 200, body = schema::ProbeAnswer, content(
+        (schema::ProbeAnswer = "application/json"), (schema::ProbeAnswer = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn probe_get(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     answer_fen(&state, request, Endpoint::Probe, |tb, pos| probe::probe(tb, pos, MoveOrder::Dtm50First)).await
@@ -38,16 +38,17 @@ pub(crate) struct BatchRequest {
 }
 
 /// One entry of a batch answer: an answer, or an error object.
-#[derive(Serialize, utoipa::ToSchema)]
+#[derive(Serialize)]
 #[serde(untagged)]
 enum BatchItem {
     Answer(Box<probe::ProbeAnswer>),
-    Error(crate::error::ErrorBody),
+    Error(crate::http::error::ErrorBody),
 }
 
 /// `POST /api/v1/probe` answer: one entry per FEN, in order.
 #[derive(Serialize, utoipa::ToSchema)]
 struct BatchResponse {
+    #[schema(value_type = Vec<schema::BatchItem>)]
     results: Vec<BatchItem>,
 }
 
@@ -79,7 +80,7 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
                 .map(|fen| {
                     parse_fen(fen)
                         .and_then(|pos| probe::probe(&shared.tablebases(), &pos, MoveOrder::Dtm50First))
-                        .map_or_else(|e| BatchItem::Error(e.body()), |a| BatchItem::Answer(Box::new(a)))
+                        .map_or_else(|e| BatchItem::Error(ApiError::from(e).body()), |a| BatchItem::Answer(Box::new(a)))
                 })
                 .collect();
             Ok(BatchResponse { results }.encode_only(format))
@@ -94,15 +95,15 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
 pub(crate) struct MetricQuery {
     /// `dtm50` (default), `dtm` or `dtz`.
     #[serde(default)]
-    #[param(inline)]
+    #[param(inline, value_type = schema::MoveOrder)]
     metric: MoveOrder,
 }
 
 /// The line of best play from a position to its end (mate or conversion).
 #[utoipa::path(
     get, path = "/api/v1/mainline", tag = "probe", params(FenQuery, MetricQuery),
-    responses((status = 200, body = probe::Mainline, content(
-        (probe::Mainline = "application/json"), (probe::Mainline = "application/cbor"))), openapi::PositionErrors)
+    responses((status = 200, body = schema::Mainline, content(
+        (schema::Mainline = "application/json"), (schema::Mainline = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn mainline(
     State(state): State<AppState>,
@@ -116,12 +117,38 @@ pub async fn mainline(
 
 /// `GET /api/v1/tables` answer.
 #[derive(Serialize, utoipa::ToSchema)]
-struct TablesResponse {
+struct TablesResponse<'a> {
     count: usize,
     /// Tables with at least one problem.
     with_problems: usize,
     max_pieces: usize,
-    tables: Vec<TableInfo>,
+    #[schema(value_type = Vec<schema::TableInfo>)]
+    tables: Vec<Listed<'a>>,
+}
+
+/// A table as listed: what the source says, and where its statistics are.
+#[derive(Serialize)]
+struct Listed<'a> {
+    #[serde(flatten)]
+    info: &'a TableInfo,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<StatsLinks>,
+}
+
+/// Where a table's statistics are served.
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[schema(example = json!({"api": "/api/v1/tables/KQvKR/stats", "page": "/tables/KQvKR"}))]
+pub(crate) struct StatsLinks {
+    /// As JSON.
+    pub api: String,
+    /// As a page for people.
+    pub page: String,
+}
+
+impl StatsLinks {
+    pub(crate) fn of(material: &str) -> StatsLinks {
+        StatsLinks { api: format!("/api/v1/tables/{material}/stats"), page: format!("/tables/{material}") }
+    }
 }
 
 /// Every table the server has indexed, with any problems found.
@@ -135,7 +162,10 @@ pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
             count: tables.len(),
             with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
             max_pieces: tablebases.max_pieces(),
-            tables,
+            tables: tables
+                .iter()
+                .map(|info| Listed { info, stats: info.has_stats.then(|| StatsLinks::of(&info.material)) })
+                .collect(),
         },
         format,
     )
@@ -159,8 +189,10 @@ pub(crate) struct GenerationStatus {
     /// `ready` when it and every table it converts into can be probed;
     /// `pending` while queued or being generated; `not_started` when it is
     /// not on disk and nobody asked for it.
+    #[schema(value_type = schema::GenerationState)]
     state: GenerationState,
     /// The tables not ready yet, in generation order, with rough times.
+    #[schema(value_type = schema::Progress)]
     progress: Progress,
     /// Whether the client asking may start the generation (`POST`): `open`
     /// as it is, `token` with the admin token, `closed` not from where it is.
@@ -168,7 +200,8 @@ pub(crate) struct GenerationStatus {
 }
 
 fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result<crate::builtin::Material, ApiError> {
-    use crate::builtin::{Material, material::MAX_PIECES};
+    use crate::builtin::Material;
+    use tbformat::material::MAX_PIECES;
     let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
     let name = query.material.ok_or(ApiError::MissingParameter("material"))?;
     Material::parse_table(&name).ok_or_else(|| ApiError::InvalidParameter {
@@ -210,14 +243,14 @@ fn generation_status(
     responses(
         (status = 202, description = "queued or being generated", body = GenerationStatus),
         (status = 200, description = "ready to probe", body = GenerationStatus),
-        (status = 400, description = "missing or invalid `material`", body = crate::error::ErrorBody),
+        (status = 400, description = "missing or invalid `material`", body = crate::http::error::ErrorBody),
         (status = 401, description = "`unauthorized`: the server has an admin token and the request has none",
-            headers(("WWW-Authenticate" = String, description = "`Bearer realm=\"tbserver\"`")), body = crate::error::ErrorBody),
-        (status = 403, description = "`forbidden`: a wrong token, or no token configured and the client is not on the server's machine", body = crate::error::ErrorBody),
-        (status = 409, description = "`builtin_off`: built-in tables are turned off; `read_only`: this server only reads tables made elsewhere (`builtin.mode = \"readonly\"`)", body = crate::error::ErrorBody),
+            headers(("WWW-Authenticate" = String, description = "`Bearer realm=\"tbserver\"`")), body = crate::http::error::ErrorBody),
+        (status = 403, description = "`forbidden`: a wrong token, or no token configured and the client is not on the server's machine", body = crate::http::error::ErrorBody),
+        (status = 409, description = "`builtin_off`: built-in tables are turned off; `read_only`: this server only reads tables made elsewhere (`builtin.mode = \"readonly\"`)", body = crate::http::error::ErrorBody),
         (status = 503, description = "`insufficient_memory`: the largest table's estimated peak memory exceeds what is available; `queue_full`: too many requests pending",
-            headers(("Retry-After" = u64, description = "Seconds to wait (queue_full)")), body = crate::error::ErrorBody),
-        (status = 507, description = "`insufficient_storage`: the tables' estimated size exceeds the free disk or `builtin.max_disk_mib`", body = crate::error::ErrorBody),
+            headers(("Retry-After" = u64, description = "Seconds to wait (queue_full)")), body = crate::http::error::ErrorBody),
+        (status = 507, description = "`insufficient_storage`: the tables' estimated size exceeds the free disk or `builtin.max_disk_mib`", body = crate::http::error::ErrorBody),
     )
 )]
 pub async fn generate_post(
@@ -234,8 +267,8 @@ pub async fn generate_post(
     get, path = "/api/v1/tables/generate", tag = "tables", params(MaterialQuery),
     responses(
         (status = 200, body = GenerationStatus),
-        (status = 400, description = "missing or invalid `material`", body = crate::error::ErrorBody),
-        (status = 409, description = "built-in tables are turned off", body = crate::error::ErrorBody),
+        (status = 400, description = "missing or invalid `material`", body = crate::http::error::ErrorBody),
+        (status = 409, description = "built-in tables are turned off", body = crate::http::error::ErrorBody),
     )
 )]
 pub async fn generate_get(

@@ -7,7 +7,7 @@ use std::sync::{Arc, OnceLock, atomic::Ordering};
 use axum::{Router, extract::State, response::Response};
 
 use super::{AppState, Encoded, Endpoint, FenRequest};
-use crate::{error::ApiError, request::normalized_fen};
+use crate::{http::error::ApiError, request::normalized_fen};
 
 /// Adds `GET /_bench/stored?fen=...`: the floor that
 /// `scripts/bench-cache-hit.sh` compares cache hits with. The first request

@@ -7,13 +7,16 @@ use axum::{
     http::{HeaderValue, header},
     response::{Html, IntoResponse, Response},
 };
+use tbgen::stats::TableStats;
 
 use super::stats_view::TableStatsBody;
-use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi, stats_page};
+use super::{
+    Answer, AppState, Endpoint, FenQuery, FenRequest, Format, answer_fen, encoding, openapi, schema, stats_page,
+};
 use crate::{
-    builtin::{Material, stats::TableStats},
+    builtin::Material,
     clock_chart::{self, Dtm50ByClock},
-    error::ApiError,
+    http::error::ApiError,
     probe::api_error,
 };
 
@@ -31,8 +34,8 @@ impl Answer for Dtm50ByClock {
 /// `no_dtm50_table`.
 #[utoipa::path(
     get, path = "/api/v1/dtm50-by-clock", tag = "probe", params(FenQuery),
-    responses((status = 200, body = Dtm50ByClock, content(
-        (Dtm50ByClock = "application/json"), (Dtm50ByClock = "application/cbor"))), openapi::PositionErrors)
+    responses((status = 200, body = schema::Dtm50ByClock, content(
+        (schema::Dtm50ByClock = "application/json"), (schema::Dtm50ByClock = "application/cbor"))), openapi::PositionErrors)
 )]
 pub async fn dtm50_by_clock(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     answer_fen(&state, request, Endpoint::Dtm50ByClock, clock_chart::dtm50_by_clock).await
@@ -48,7 +51,9 @@ pub async fn dtm50_by_clock(State(state): State<AppState>, request: FenRequest) 
 pub async fn dtm50_chart_svg(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     let pos = request.position()?;
     let chart = state
-        .run_probe(Endpoint::Dtm50ByClock, move |shared| clock_chart::dtm50_by_clock(&shared.tablebases(), &pos))
+        .run_probe(Endpoint::Dtm50ByClock, move |shared| {
+            Ok::<_, ApiError>(clock_chart::dtm50_by_clock(&shared.tablebases(), &pos)?)
+        })
         .await?;
     Ok((
         [
@@ -85,7 +90,7 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
                         material.name()
                     ),
                 }),
-                Err(err) => Err(api_error(&tb, err)),
+                Err(err) => Err(api_error(&tb, err).into()),
             }
         })
         .await
@@ -101,9 +106,9 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
     params(("material" = String, Path, description = "A table name, either colouring (e.g. `KQvKR`)", example = "KQvKR")),
     responses(
         (status = 200, body = TableStatsBody, content((TableStatsBody = "application/json"), (TableStatsBody = "application/cbor"))),
-        (status = 400, description = "`invalid_parameter`: not a table name", body = crate::error::ErrorBody),
-        (status = 404, description = "`missing_table`: no built-in table of this material has been generated", body = crate::error::ErrorBody),
-        (status = 503, description = "`generating`: the table is being generated; `table_error`; `busy`, `timeout`", body = crate::error::ErrorBody,
+        (status = 400, description = "`invalid_parameter`: not a table name", body = crate::http::error::ErrorBody),
+        (status = 404, description = "`missing_table`: no built-in table of this material has been generated", body = crate::http::error::ErrorBody),
+        (status = 503, description = "`generating`: the table is being generated; `table_error`; `busy`, `timeout`", body = crate::http::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
     )
 )]
@@ -120,7 +125,7 @@ pub async fn table_stats(
 #[utoipa::path(get, path = "/tables", tag = "pages", responses((status = 200, content_type = "text/html", body = String)))]
 pub async fn tables_page(State(state): State<AppState>) -> Response {
     let mut tables: Vec<(String, usize)> =
-        state.tablebases().tables().into_iter().filter(|t| t.stats.is_some()).map(|t| (t.material, t.pieces)).collect();
+        state.tablebases().tables().into_iter().filter(|t| t.has_stats).map(|t| (t.material, t.pieces)).collect();
     tables.sort_by(|a, b| (a.1, &a.0).cmp(&(b.1, &b.0)));
     tables.dedup();
     no_cache(Html(stats_page::render_index(&tables)).into_response())
@@ -133,9 +138,9 @@ pub async fn tables_page(State(state): State<AppState>) -> Response {
     params(("material" = String, Path, description = "A table name (e.g. `KQvKR`)", example = "KQvKR")),
     responses(
         (status = 200, content_type = "text/html", body = String),
-        (status = 400, description = "`invalid_parameter`: not a table name", body = crate::error::ErrorBody),
-        (status = 404, description = "`missing_table`: no built-in table of this material has been generated", body = crate::error::ErrorBody),
-        (status = 503, description = "`generating`: the table is being generated; `table_error`; `busy`, `timeout`", body = crate::error::ErrorBody,
+        (status = 400, description = "`invalid_parameter`: not a table name", body = crate::http::error::ErrorBody),
+        (status = 404, description = "`missing_table`: no built-in table of this material has been generated", body = crate::http::error::ErrorBody),
+        (status = 503, description = "`generating`: the table is being generated; `table_error`; `busy`, `timeout`", body = crate::http::error::ErrorBody,
             headers(("Retry-After" = u64, description = "Seconds to wait before asking again"))),
     )
 )]

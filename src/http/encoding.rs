@@ -13,7 +13,7 @@ use axum::{
 };
 use serde::Serialize;
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 const JSON: HeaderValue = HeaderValue::from_static("application/json");
 const CBOR: HeaderValue = HeaderValue::from_static("application/cbor");

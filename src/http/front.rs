@@ -37,7 +37,7 @@ use tower::{Layer, Service};
 use tracing::Instrument as _;
 
 use super::{AppState, Format, encoding, limits, serve::Peer};
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
 

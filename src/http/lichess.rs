@@ -17,7 +17,8 @@ use shakmaty_syzygy::{AmbiguousWdl, Dtz, MaybeRounded};
 use super::{Answer, AppState, Endpoint, FenQuery, FenRequest, answer_parsed};
 use crate::{
     domain::{Category, Source},
-    error::{ApiError, ErrorBody},
+    error::NoAnswer,
+    http::error::{ApiError, ErrorBody},
     probe::{self, MAX_MAINLINE_PLIES, MoveInfo, PositionInfo},
     request::parse_position,
     tablebase::Tablebases,
@@ -269,7 +270,7 @@ fn sort_as_lichess(rated: Vec<Rated>) -> Vec<Rated> {
     slots.iter().filter_map(|slot| rated[usize::from(slot.index)].take()).collect()
 }
 
-fn standard_response(tb: &Tablebases, pos: &Chess) -> Result<StandardResponse, ApiError> {
+fn standard_response(tb: &Tablebases, pos: &Chess) -> Result<StandardResponse, NoAnswer> {
     let clock = pos.halfmoves();
     let info = probe::position_info(tb, pos);
     // Tables being generated are waited for, up to a point, when nothing
@@ -401,7 +402,7 @@ impl Answer for MainlineResponse {
 /// lichess's mainline: the root's DTZ, then, unless it is a draw, the best
 /// move of `shakmaty_syzygy` (or the same rule on other sources) until the
 /// game ends or the half-move clock reaches 100.
-fn lichess_mainline(tb: &Tablebases, pos: &Chess) -> Result<MainlineResponse, ApiError> {
+fn lichess_mainline(tb: &Tablebases, pos: &Chess) -> Result<MainlineResponse, NoAnswer> {
     let info = probe::position_info(tb, pos);
     if info.is_generating() {
         return Err(probe::generating(tb, pos, &info));

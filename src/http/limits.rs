@@ -17,7 +17,7 @@ use axum::{
 };
 use tower_http::cors::{AllowOrigin, Any, CorsLayer};
 
-use crate::{config::Limits, error::ApiError};
+use crate::{config::Limits, http::error::ApiError};
 
 /// Paths that orchestrators poll: never rate limited.
 pub(super) const UNLIMITED_PATHS: [&str; 2] = ["/healthz", "/readyz"];

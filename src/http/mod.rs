@@ -8,6 +8,7 @@ mod api;
 mod bench;
 mod charts;
 mod encoding;
+pub mod error;
 mod front;
 mod hot;
 mod lichess;
@@ -15,6 +16,7 @@ mod limits;
 mod metrics_page;
 pub(crate) mod openapi;
 pub mod pages;
+mod schema;
 mod serve;
 mod stats_page;
 mod stats_view;
@@ -44,7 +46,8 @@ pub(crate) use encoding::{Encoded, Format};
 
 use crate::{
     config::Config,
-    error::ApiError,
+    error::NoAnswer,
+    http::error::ApiError,
     request::{normalized_fen, parse_fen},
     tablebase::Tablebases,
     telemetry::Telemetry,
@@ -468,7 +471,7 @@ impl FenRequest {
     }
 
     fn position(&self) -> Result<Chess, ApiError> {
-        parse_fen(&fen_param(Query::try_from_uri(&self.uri))?)
+        Ok(parse_fen(&fen_param(Query::try_from_uri(&self.uri))?)?)
     }
 }
 
@@ -476,24 +479,30 @@ impl FenRequest {
 /// if there is one (nothing parsed); otherwise parses the FEN and computes
 /// the answer for the position (or takes it from the cache, keyed by the
 /// normalized FEN); in the format the request asked for.
-async fn answer_fen<T: Answer>(
+async fn answer_fen<T: Answer, E>(
     state: &AppState,
     request: FenRequest,
     endpoint: Endpoint,
-    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
-) -> Result<Response, ApiError> {
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, E> + Send + Sync + 'static,
+) -> Result<Response, ApiError>
+where
+    ApiError: From<E>,
+{
     answer_parsed(state, request, endpoint, parse_fen, work).await
 }
 
 /// [`answer_fen`] with the FEN read by `parse` (the lichess endpoints accept
 /// castling rights).
-async fn answer_parsed<T: Answer>(
+async fn answer_parsed<T: Answer, E>(
     state: &AppState,
     request: FenRequest,
     endpoint: Endpoint,
-    parse: fn(&str) -> Result<Chess, ApiError>,
-    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
-) -> Result<Response, ApiError> {
+    parse: fn(&str) -> Result<Chess, NoAnswer>,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, E> + Send + Sync + 'static,
+) -> Result<Response, ApiError>
+where
+    ApiError: From<E>,
+{
     let generation = state.generation.load(Ordering::SeqCst);
     if let Some(hot) = &state.hot
         && let Some(hit) = hot.get(request.path_and_query(), generation, request.format)
@@ -507,14 +516,17 @@ async fn answer_parsed<T: Answer>(
 }
 
 /// [`answer_parsed`] for a request not answered before.
-async fn compute_parsed<T: Answer>(
+async fn compute_parsed<T: Answer, E>(
     state: &AppState,
     request: FenRequest,
     endpoint: Endpoint,
-    parse: fn(&str) -> Result<Chess, ApiError>,
-    work: impl Fn(&Tablebases, &Chess) -> Result<T, ApiError> + Send + Sync + 'static,
+    parse: fn(&str) -> Result<Chess, NoAnswer>,
+    work: impl Fn(&Tablebases, &Chess) -> Result<T, E> + Send + Sync + 'static,
     generation: u64,
-) -> Result<Response, ApiError> {
+) -> Result<Response, ApiError>
+where
+    ApiError: From<E>,
+{
     let pos = parse(&fen_param(Query::try_from_uri(&request.uri))?)?;
     let key = normalized_fen(&pos);
     // Without a response cache the answer is sent once, in one format.

@@ -11,7 +11,7 @@ use axum::{
 };
 use utoipa::{IntoResponses, OpenApi, ToSchema};
 
-use crate::error::ErrorBody;
+use crate::http::error::ErrorBody;
 
 #[derive(OpenApi)]
 #[openapi(

@@ -91,7 +91,7 @@ async fn index() -> Response {
     responses(
         (status = 200, description = "The asset, with its content type", content(
             (String = "text/javascript"), (String = "text/css"), (String = "image/svg+xml"), (String = "text/plain"))),
-        (status = 404, body = crate::error::ErrorBody),
+        (status = 404, body = crate::http::error::ErrorBody),
     )
 )]
 async fn static_file(Path(file): Path<String>) -> Response {
@@ -228,7 +228,7 @@ pub fn parse_board_request(raw: Option<&str>) -> Result<BoardRequest, (&'static 
     get, path = "/board.svg", tag = "pages", params(BoardQuery),
     responses(
         (status = 200, content_type = "image/svg+xml", body = String),
-        (status = 400, body = crate::error::ErrorBody),
+        (status = 400, body = crate::http::error::ErrorBody),
     )
 )]
 async fn board_svg_handler(RawQuery(raw): RawQuery) -> Response {

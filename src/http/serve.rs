@@ -21,7 +21,7 @@ use tokio::{
     sync::watch,
 };
 
-use crate::error::ApiError;
+use crate::http::error::ApiError;
 
 /// The peer's address (`ConnectInfo<Peer>`), for the per-client rate limit.
 #[derive(Debug, Clone, Copy)]

@@ -5,7 +5,7 @@
 
 use std::fmt::Write as _;
 
-use crate::builtin::stats::{Example, Histogram, SideStats, TableStats};
+use tbgen::stats::{Example, Histogram, SideStats, TableStats};
 
 use super::metrics_page::encode_fen;
 

@@ -185,7 +185,7 @@ fn sub_mate(m: MaterialKey, pm: u32, memo: &mut HashMap<(MaterialKey, u32), u32>
 }
 
 /// The proven range of the distance to mate, from the side to move's view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct MateBound {
     /// `win`: the side to move mates; `loss`: it is mated.
     pub side: MateSide,
@@ -202,14 +202,14 @@ pub struct MateBound {
     pub derived_from: Derivation,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum MateSide {
     Win,
     Loss,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Derivation {
     /// Already checkmated: no table needed.
@@ -225,7 +225,7 @@ pub enum Derivation {
 }
 
 /// Why no mate bound can be given.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema, thiserror::Error)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, thiserror::Error)]
 #[serde(rename_all = "snake_case", tag = "reason")]
 pub enum NoBound {
     /// A draw (under the 50-move rule): nobody can force mate.

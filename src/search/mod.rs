@@ -125,7 +125,7 @@ impl Default for SearchOptions {
 /// Handle to stop a running search from another thread (client gone, shutdown).
 pub(crate) type Cancel = Arc<AtomicBool>;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ScoreBound {
     Exact,
@@ -136,7 +136,7 @@ pub enum ScoreBound {
 }
 
 /// The score from the side to move's point of view.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Score {
     /// Positive: the side to move mates in N moves; negative: it is mated.
@@ -148,7 +148,7 @@ pub enum Score {
     Cp { cp: i32 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum StopReason {
     MateProven,
@@ -162,14 +162,14 @@ pub enum StopReason {
     TableExact,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct MoveText {
     pub uci: String,
     pub san: String,
 }
 
 /// One completed depth (streamed) or the final answer.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct SearchResult {
     pub best_move: Option<MoveText>,
     pub score: Score,

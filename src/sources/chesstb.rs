@@ -156,7 +156,7 @@ impl TableSource for ChesstbSource {
                     // Without opening the file: a listing of thousands must
                     // neither open them all nor push the open ones out.
                     problems: self.tb.known_problem(&f.material, f.kind).into_iter().collect(),
-                    stats: None,
+                    has_stats: false,
                 }
             })
             .collect()

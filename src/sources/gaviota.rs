@@ -87,7 +87,7 @@ impl GaviotaSource {
                     bytes,
                     path: Some(path.display().to_string()),
                     problems,
-                    stats: None,
+                    has_stats: false,
                 });
             }
             if found > 0 {

@@ -18,13 +18,12 @@ use serde::Serialize;
 use shakmaty::{Chess, Move};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use crate::{
-    builtin::stats::TableStats,
-    domain::{Dtc, Source},
-};
+use tbgen::stats::TableStats;
+
+use crate::domain::{Dtc, Source};
 
 /// A table that exists but could not be read: broken, truncated, unreadable.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
 #[error("table {table}: {reason}")]
 pub struct TableError {
     /// The table's name, e.g. `KQvKR.rtbz`.
@@ -51,7 +50,7 @@ pub type ProbeResult<T> = Result<Option<T>, Unanswered>;
 pub(crate) type BestMove = (Move, MaybeRounded<Dtz>);
 
 /// What a table holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum TableKind {
     Wdl,
@@ -63,7 +62,7 @@ pub enum TableKind {
 }
 
 /// One table file (or built-in table) as listed by `/api/v1/tables`.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct TableInfo {
     /// Material and kind, e.g. `KQvKR.rtbw`, `kqkr.gtb.cp4`, `KQvKR (builtin)`.
     pub name: String,
@@ -75,25 +74,9 @@ pub struct TableInfo {
     pub path: Option<String>,
     /// Problems found while opening or checking the table; empty when healthy.
     pub problems: Vec<String>,
-    /// Where the table's statistics are (built-in tables).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stats: Option<StatsLinks>,
-}
-
-/// Where a table's statistics are served.
-#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
-#[schema(example = json!({"api": "/api/v1/tables/KQvKR/stats", "page": "/tables/KQvKR"}))]
-pub struct StatsLinks {
-    /// As JSON.
-    pub api: String,
-    /// As a page for people.
-    pub page: String,
-}
-
-impl StatsLinks {
-    pub fn of(material: &str) -> StatsLinks {
-        StatsLinks { api: format!("/api/v1/tables/{material}/stats"), page: format!("/tables/{material}") }
-    }
+    /// Whether the table has statistics (built-in tables).
+    #[serde(skip)]
+    pub has_stats: bool,
 }
 
 /// The common interface of all table sources.

@@ -231,7 +231,7 @@ fn describe(path: &Path, kind: TableKind) -> TableInfo {
         bytes,
         path: Some(path.display().to_string()),
         problems,
-        stats: None,
+        has_stats: false,
     }
 }
 

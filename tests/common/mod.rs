@@ -77,7 +77,7 @@ pub fn generated_builtin_dir() -> PathBuf {
     for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
         let path = entry.path();
         if path.extension().is_some_and(|e| e == "tbsb")
-            && builtin_file_version(&path).is_some_and(|v| v < tbserver::builtin::format::VERSION)
+            && builtin_file_version(&path).is_some_and(|v| v < tbformat::format::VERSION)
         {
             let _ = std::fs::remove_file(&path);
         }
@@ -380,7 +380,7 @@ pub fn rng_for(seed: u64, part: &str) -> Rng {
 /// The position a built-in table's index decodes to (`p` laid out by `l`),
 /// as a shakmaty setup.
 #[allow(dead_code)]
-pub fn setup_of(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Setup {
+pub fn setup_of(l: &tbformat::index::Layout, p: &tbformat::index::Pos) -> Setup {
     let mut board = Board::empty();
     for i in 0..l.n {
         let (color, role) = l.men[i];

@@ -11,12 +11,13 @@ use std::sync::{
 use chesstb_reader::{Chesstb, Class, Conversion};
 use rayon::prelude::*;
 use shakmaty::{CastlingMode, Chess, FromSetup, Position, PositionError};
-use tbserver::builtin::{Store, dtm50, value};
+use tbformat::{dtm50, value};
+use tbserver::builtin::Store;
 
 use crate::common::exhaustive;
 
 /// The legal position of a built-in table's index, `None` for an unused one.
-pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::index::Pos) -> Option<Chess> {
+pub fn to_chess(l: &tbformat::index::Layout, p: &tbformat::index::Pos) -> Option<Chess> {
     Chess::from_setup(crate::common::setup_of(l, p), CastlingMode::Standard)
         .or_else(PositionError::ignore_impossible_check)
         .ok()
@@ -28,7 +29,7 @@ pub fn to_chess(l: &tbserver::builtin::index::Layout, p: &tbserver::builtin::ind
 /// chunks: a 5-piece table of positions would not fit in memory), else on
 /// `sample` random ones that `keep_in_sample` takes.
 pub fn for_positions(
-    l: &tbserver::builtin::index::Layout,
+    l: &tbformat::index::Layout,
     seed: u64,
     sample: usize,
     keep: impl Fn(&Chess) -> bool + Sync,
