@@ -1,6 +1,6 @@
-//! Configuration: defaults, overridden by `config/tbserver.toml` (or the file
-//! named by `--config` / `TBSERVER_CONFIG`), then by environment variables,
-//! then by command-line flags.
+//! Configuration: defaults, overridden by a configuration file (see
+//! [`config_file`] for where it is looked for), then by environment
+//! variables, then by command-line flags.
 
 use std::{
     net::SocketAddr,
@@ -337,6 +337,32 @@ impl Config {
     }
 }
 
+/// Where the configuration file is, in order: the file `named` (by
+/// `--config` or `TBSERVER_CONFIG`; it must exist), else the first that
+/// exists of `config/tbserver.toml` below the current directory,
+/// `$XDG_CONFIG_HOME/tbserver/tbserver.toml` (`~/.config/...` when
+/// `XDG_CONFIG_HOME` is unset) and `/etc/tbserver/tbserver.toml`. `None`:
+/// the built-in defaults. `env` reads an environment variable, `exists`
+/// tells whether a file is there.
+pub fn config_file(
+    named: Option<&Path>,
+    env: impl Fn(&str) -> Option<String>,
+    exists: impl Fn(&Path) -> bool,
+) -> Option<PathBuf> {
+    if let Some(path) = named {
+        return Some(path.to_owned());
+    }
+    let xdg = env("XDG_CONFIG_HOME")
+        .filter(|dir| Path::new(dir).is_absolute())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").filter(|home| !home.is_empty()).map(|home| Path::new(&home).join(".config")));
+    [Some(PathBuf::from("config/tbserver.toml")), xdg.map(|dir| dir.join("tbserver/tbserver.toml"))]
+        .into_iter()
+        .flatten()
+        .chain([PathBuf::from("/etc/tbserver/tbserver.toml")])
+        .find(|path| exists(path))
+}
+
 /// Shortest admin token accepted.
 const MIN_ADMIN_TOKEN_CHARS: usize = 16;
 
@@ -381,6 +407,36 @@ mod tests {
         assert_eq!(file.search.max_concurrent_searches, default.search.max_concurrent_searches);
         assert_eq!(file.search.hash_mb, default.search.hash_mb);
         assert_eq!(file.search.threads_per_search, default.search.threads_per_search);
+    }
+
+    #[test]
+    fn config_file_is_looked_for_where_installed_programs_look() {
+        let env = |home: &'static str, xdg: Option<&'static str>| {
+            move |name: &str| match name {
+                "HOME" => Some(home.to_owned()),
+                "XDG_CONFIG_HOME" => xdg.map(str::to_owned),
+                _ => None,
+            }
+        };
+        let only = |present: &'static [&'static str]| move |p: &Path| present.iter().any(|q| p == Path::new(q));
+        static ALL: [&str; 4] = [
+            "config/tbserver.toml",
+            "/x/tbserver/tbserver.toml",
+            "/h/.config/tbserver/tbserver.toml",
+            "/etc/tbserver/tbserver.toml",
+        ];
+        let all = &ALL;
+        // A file named on the command line or in TBSERVER_CONFIG wins, present or not.
+        let named = Path::new("/n.toml");
+        assert_eq!(config_file(Some(named), env("/h", None), only(&[])), Some(named.to_owned()));
+        assert_eq!(config_file(None, env("/h", Some("/x")), only(all)), Some("config/tbserver.toml".into()));
+        assert_eq!(config_file(None, env("/h", Some("/x")), only(&all[1..])), Some("/x/tbserver/tbserver.toml".into()));
+        // XDG_CONFIG_HOME unset (or relative, which the specification ignores): ~/.config.
+        let home = Some(PathBuf::from("/h/.config/tbserver/tbserver.toml"));
+        assert_eq!(config_file(None, env("/h", None), only(&all[1..])), home);
+        assert_eq!(config_file(None, env("/h", Some("rel")), only(&all[1..])), home);
+        assert_eq!(config_file(None, env("/h", None), only(&all[3..])), Some("/etc/tbserver/tbserver.toml".into()));
+        assert_eq!(config_file(None, env("/h", None), only(&[])), None);
     }
 
     #[test]

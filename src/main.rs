@@ -5,7 +5,7 @@ use std::{path::PathBuf, process::ExitCode, sync::Arc};
 use clap::{Args, Parser, Subcommand};
 use tbserver::{
     app,
-    config::{Config, LogFormat},
+    config::{Config, LogFormat, config_file},
     http, probe,
     request::parse_fen,
 };
@@ -45,6 +45,8 @@ enum Command {
     /// its part, using what earlier waves and other shards left in the
     /// directory, which must be there.
     Generate {
+        #[command(flatten)]
+        config: ConfigArgs,
         /// Tables to generate, e.g. `KRBvKQ` (with every table they convert
         /// into); without any (and no --list), every table of up to --pieces
         /// pieces.
@@ -124,6 +126,8 @@ enum Command {
     /// Exit 0 when the server answers `GET /healthz` with 200 (a container
     /// health check that needs no curl in the image).
     Healthcheck {
+        #[command(flatten)]
+        config: ConfigArgs,
         /// The server's address [env: TBSERVER_LISTEN; default 127.0.0.1:9000]
         #[arg(long, value_name = "ADDR")]
         addr: Option<std::net::SocketAddr>,
@@ -131,10 +135,18 @@ enum Command {
 }
 
 #[derive(Args, Clone, Default)]
-struct TableArgs {
-    /// Configuration file [env: TBSERVER_CONFIG; default: config/tbserver.toml if present]
+struct ConfigArgs {
+    /// Configuration file [env: TBSERVER_CONFIG; default: the first of
+    /// ./config/tbserver.toml, $XDG_CONFIG_HOME/tbserver/tbserver.toml
+    /// (~/.config/...), /etc/tbserver/tbserver.toml that exists]
     #[arg(long, env = "TBSERVER_CONFIG")]
     config: Option<PathBuf>,
+}
+
+#[derive(Args, Clone, Default)]
+struct TableArgs {
+    #[command(flatten)]
+    config: ConfigArgs,
     /// Directory with Syzygy tables (repeatable) [env: TBSERVER_SYZYGY, `:`-separated]
     #[arg(long = "syzygy", value_name = "DIR")]
     syzygy: Vec<PathBuf>,
@@ -161,11 +173,20 @@ struct ServeArgs {
     log_format: Option<String>,
 }
 
-fn load_config(args: &TableArgs) -> Result<Config, String> {
-    let default_file = PathBuf::from("config/tbserver.toml");
-    let mut config = match &args.config {
+/// Which configuration file was read, for a line at start-up.
+fn describe(file: &Option<PathBuf>) -> String {
+    match file {
+        Some(path) => format!("configuration file {}", path.display()),
+        None => "no configuration file found: built-in defaults".to_owned(),
+    }
+}
+
+/// The configuration: the file [`config_file`] finds, the environment,
+/// then `args`; and which file that was.
+fn load_config(args: &TableArgs) -> Result<(Config, Option<PathBuf>), String> {
+    let file = config_file(args.config.config.as_deref(), |name| std::env::var(name).ok(), |p| p.is_file());
+    let mut config = match &file {
         Some(path) => Config::from_file(path).map_err(|e| e.to_string())?,
-        None if default_file.exists() => Config::from_file(&default_file).map_err(|e| e.to_string())?,
         None => Config::default(),
     };
     config.apply_env(|name| std::env::var(name).ok()).map_err(|e| e.to_string())?;
@@ -181,7 +202,7 @@ fn load_config(args: &TableArgs) -> Result<Config, String> {
     if let Some(dir) = &args.builtin_dir {
         config.builtin.dir = dir.clone();
     }
-    Ok(config)
+    Ok((config, file))
 }
 
 fn init_logging(format: LogFormat) {
@@ -203,12 +224,24 @@ fn main() -> ExitCode {
         Some(Command::Serve(args)) => serve(args),
         None => serve(cli.serve),
         Some(Command::Probe { tables, fen }) => probe_once(&tables, &fen),
-        Some(Command::Generate { tables, list, pieces, waves, wave, shard, out, without_dtm50, compression }) => {
-            generate(tables, list, pieces, Split { waves, wave, shard }, out, without_dtm50, compression)
+        Some(Command::Generate {
+            config,
+            tables,
+            list,
+            pieces,
+            waves,
+            wave,
+            shard,
+            out,
+            without_dtm50,
+            compression,
+        }) => {
+            let args = TableArgs { config, ..TableArgs::default() };
+            generate(&args, tables, list, pieces, Split { waves, wave, shard }, out, without_dtm50, compression)
         }
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
         Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
-        Some(Command::Healthcheck { addr }) => healthcheck(addr),
+        Some(Command::Healthcheck { config, addr }) => healthcheck(&TableArgs { config, ..TableArgs::default() }, addr),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -220,7 +253,7 @@ fn main() -> ExitCode {
 }
 
 fn serve(args: ServeArgs) -> Result<(), String> {
-    let mut config = load_config(&args.tables)?;
+    let (mut config, file) = load_config(&args.tables)?;
     if let Some(listen) = args.listen {
         config.listen = listen;
     }
@@ -232,6 +265,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
         };
     }
     init_logging(config.log_format);
+    tracing::info!("{}", describe(&file));
     config.admin_token = config.resolve_admin_token().map_err(|e| e.to_string())?;
     match &config.admin_token {
         Some(_) => tracing::info!("operator actions (generating tables) need the admin token"),
@@ -246,7 +280,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
 }
 
 fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
-    let config = load_config(args)?;
+    let (config, _) = load_config(args)?;
     init_logging(LogFormat::Human);
     let tablebases = app::open_tablebases(&config);
     let answer =
@@ -260,7 +294,7 @@ fn probe_once(args: &TableArgs, fen: &str) -> Result<(), String> {
 }
 
 fn analyse_once(args: &TableArgs, movetime_ms: Option<u64>, depth: Option<u32>, fen: &str) -> Result<(), String> {
-    let config = load_config(args)?;
+    let (config, _) = load_config(args)?;
     init_logging(LogFormat::Human);
     let tablebases = app::open_tablebases(&config);
     let movetime_ms = movetime_ms.or((depth.is_none()).then_some(config.search.default_movetime_ms));
@@ -276,7 +310,9 @@ struct Split {
     shard: Option<tbserver::builtin::Shard>,
 }
 
+#[allow(clippy::too_many_arguments)] // the subcommand's flags
 fn generate(
+    args: &TableArgs,
     mut tables: Vec<String>,
     list: Option<PathBuf>,
     pieces: usize,
@@ -319,8 +355,10 @@ fn generate(
     if split.waves {
         return builtin::print_waves(&targets, &mut std::io::stdout().lock()).map_err(|e| e.to_string());
     }
-    let config = load_config(&TableArgs::default())?;
+    let (config, file) = load_config(args)?;
     init_logging(LogFormat::Human);
+    eprintln!("{}", describe(&file));
+    let caps = builtin::Caps::from_mib(config.builtin.max_memory_mib, config.builtin.max_disk_mib);
     let out = out.unwrap_or(config.builtin.dir);
     let with_dtm50 = config.builtin.dtm50 && !without_dtm50;
     let compression = compression
@@ -333,9 +371,9 @@ fn generate(
             println!("nothing to generate: this shard's part of the selection is empty");
             return Ok(());
         }
-        builtin::run_generate_part(&part, &out, with_dtm50, compression)
+        builtin::run_generate_part(&part, &out, with_dtm50, compression, caps)
     } else {
-        builtin::run_generate(&targets, &out, with_dtm50, compression)
+        builtin::run_generate(&targets, &out, with_dtm50, compression, caps)
     };
     summary.map(drop).map_err(|e| e.to_string())
 }
@@ -361,11 +399,11 @@ fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {
     if bad > 0 { Err(format!("{bad} bad table files")) } else { Ok(()) }
 }
 
-fn healthcheck(addr: Option<std::net::SocketAddr>) -> Result<(), String> {
+fn healthcheck(args: &TableArgs, addr: Option<std::net::SocketAddr>) -> Result<(), String> {
     use std::io::{Read, Write};
     let addr = match addr {
         Some(addr) => addr,
-        None => load_config(&TableArgs::default())?.listen,
+        None => load_config(args)?.0.listen,
     };
     // A server listening on all interfaces is reached on loopback.
     let addr = match addr.ip() {

@@ -13,7 +13,7 @@ const MIB: u64 = 1 << 20;
 /// The operator's limits on generation (`builtin.max_memory_mib`,
 /// `builtin.max_disk_mib`); `None`: no cap beyond what the system has.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Caps {
+pub struct Caps {
     /// Most memory generation may use at once, in bytes.
     pub memory_bytes: Option<u64>,
     /// Most the table directory may hold (its table files), in bytes.
@@ -21,7 +21,8 @@ pub(crate) struct Caps {
 }
 
 impl Caps {
-    pub(crate) fn from_mib(memory_mib: u64, disk_mib: u64) -> Caps {
+    /// Caps in MiB as the configuration gives them; 0: no cap.
+    pub fn from_mib(memory_mib: u64, disk_mib: u64) -> Caps {
         let cap = |mib: u64| (mib > 0).then(|| mib.saturating_mul(MIB));
         Caps { memory_bytes: cap(memory_mib), disk_bytes: cap(disk_mib) }
     }

@@ -18,6 +18,7 @@ use std::{path::Path, time::Instant};
 use tbformat::{format, index, material};
 use tbgen::generate;
 
+pub use budget::Caps;
 pub use store::{Store, StoreCounters, Table, Unavailable, Waiting};
 pub use tbformat::material::{Material, all_materials, waves};
 
@@ -163,8 +164,9 @@ pub fn run_generate(
     out: &Path,
     with_dtm50: bool,
     compression: format::Compression,
+    caps: Caps,
 ) -> Result<Summary, BuiltinError> {
-    run_store(&generating_store(out, with_dtm50, compression), &with_dependencies(targets), out)
+    run_store(&generating_store(out, with_dtm50, compression, caps), &with_dependencies(targets), out)
 }
 
 /// `tbserver generate --wave/--shard`: generates `part` (see [`part_of`])
@@ -178,8 +180,9 @@ pub fn run_generate_part(
     out: &Path,
     with_dtm50: bool,
     compression: format::Compression,
+    caps: Caps,
 ) -> Result<Summary, BuiltinError> {
-    let store = generating_store(out, with_dtm50, compression);
+    let store = generating_store(out, with_dtm50, compression, caps);
     let needed: Vec<Material> = with_dependencies(part).into_iter().filter(|m| !part.contains(m)).collect();
     let unusable: Vec<String> =
         needed.iter().filter_map(|m| store.open_existing(m).err().map(|e| format!("{} ({e})", m.name()))).collect();
@@ -199,14 +202,19 @@ pub fn run_generate_part(
     run_store(&store, part, out)
 }
 
-fn generating_store(out: &Path, with_dtm50: bool, compression: format::Compression) -> Store {
-    let store = Store::new(out, true).with_lazy_max_pieces(material::MAX_PIECES).with_compression(compression);
+fn generating_store(out: &Path, with_dtm50: bool, compression: format::Compression, caps: Caps) -> Store {
+    let store = Store::new(out, true)
+        .with_lazy_max_pieces(material::MAX_PIECES)
+        .with_compression(compression)
+        .with_budget(caps, store::DEFAULT_MAX_UNWRITTEN_BYTES);
     if with_dtm50 { store } else { store.without_dtm50() }
 }
 
 /// Opens or generates `all` (in generation order, each after what it needs)
 /// in `store`, writing into `out`, with a plan first and a progress bar.
 fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, BuiltinError> {
+    // The whole job against the caps and the machine before any of it runs.
+    store.check_job(all).map_err(|refusal| BuiltinError(format!("refused before generating anything: {refusal}")))?;
     let missing: Vec<&Material> = all.iter().filter(|m| store.find(m).is_none()).collect();
     let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
     let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
@@ -303,12 +311,19 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("tbserver-part-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let kpk = Material::parse("KPvK").unwrap();
-        let err = run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast).unwrap_err();
+        let err =
+            run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast, Caps::default())
+                .unwrap_err();
         assert!(err.0.starts_with("4 of the 4 tables") && err.0.contains("KQvK (not found)"), "{}", err.0);
         assert!(!dir.exists() || std::fs::read_dir(&dir).unwrap().next().is_none());
         let wave0 = part_of(&all_materials(3), Some(0), None).unwrap();
-        assert_eq!(run_generate_part(&wave0, &dir, false, format::Compression::Fast).unwrap().generated, 4);
-        let kpk_part = run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast).unwrap();
+        assert_eq!(
+            run_generate_part(&wave0, &dir, false, format::Compression::Fast, Caps::default()).unwrap().generated,
+            4
+        );
+        let kpk_part =
+            run_generate_part(std::slice::from_ref(&kpk), &dir, false, format::Compression::Fast, Caps::default())
+                .unwrap();
         assert_eq!((kpk_part.tables, kpk_part.generated), (1, 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -323,13 +338,20 @@ mod tests {
         std::fs::write(dir.join("file"), b"").unwrap();
         let out = dir.join("file").join("tables");
         let err =
-            run_generate(&[Material::parse("KRvK").unwrap()], &out, false, format::Compression::Fast).unwrap_err();
+            run_generate(&[Material::parse("KRvK").unwrap()], &out, false, format::Compression::Fast, Caps::default())
+                .unwrap_err();
         assert!(err.0.contains("not written") && err.0.contains("KRvK"), "{}", err.0);
         let written = dir.join("tables");
         assert_eq!(
-            run_generate(&[Material::parse("KRvK").unwrap()], &written, false, format::Compression::Fast)
-                .unwrap()
-                .tables,
+            run_generate(
+                &[Material::parse("KRvK").unwrap()],
+                &written,
+                false,
+                format::Compression::Fast,
+                Caps::default()
+            )
+            .unwrap()
+            .tables,
             1
         );
         std::fs::remove_dir_all(&dir).unwrap();

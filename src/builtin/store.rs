@@ -531,6 +531,16 @@ impl Store {
         Ok(())
     }
 
+    /// Checks a whole job before any of it starts (`tbserver generate`):
+    /// the tables of `plan` not on disk yet, the largest of them in the
+    /// memory this process may use, all of them on its disk.
+    pub fn check_job(&self, plan: &[Material]) -> Result<(), Refusal> {
+        let inner = &self.inner;
+        let to_generate: Vec<&Material> =
+            plan.iter().filter(|m| inner.ready(m).is_none() && inner.find(m).is_none()).collect();
+        if to_generate.is_empty() { Ok(()) } else { inner.check_budget(&to_generate, 0) }
+    }
+
     /// Opens `material` from its file and settles it, never generating it:
     /// for a process that may only use tables others made (one part of a
     /// generation spread over processes). Fails if the file is missing or
