@@ -14,10 +14,11 @@ use super::{
 };
 use crate::{
     builtin::schedule::{GenerationState, Progress},
+    domain::Source,
     http::error::ApiError,
     probe::{self, MoveOrder},
     request::parse_fen,
-    sources::TableInfo,
+    sources::{TableInfo, TableKind},
 };
 
 /// Everything the tables say about a position and each of its moves.
@@ -126,13 +127,37 @@ struct TablesResponse<'a> {
     tables: Vec<Listed<'a>>,
 }
 
-/// A table as listed: what the source says, and where its statistics are.
+/// A table as listed: what the source says (field by field, so that the
+/// answer is one plain map in JSON and CBOR alike), and where its
+/// statistics are served.
 #[derive(Serialize)]
 struct Listed<'a> {
-    #[serde(flatten)]
-    info: &'a TableInfo,
+    name: &'a str,
+    material: &'a str,
+    kind: TableKind,
+    source: Source,
+    pieces: usize,
+    bytes: u64,
+    path: Option<&'a str>,
+    problems: &'a [String],
     #[serde(skip_serializing_if = "Option::is_none")]
     stats: Option<StatsLinks>,
+}
+
+impl<'a> Listed<'a> {
+    fn of(info: &'a TableInfo) -> Listed<'a> {
+        Listed {
+            name: &info.name,
+            material: &info.material,
+            kind: info.kind,
+            source: info.source,
+            pieces: info.pieces,
+            bytes: info.bytes,
+            path: info.path.as_deref(),
+            problems: &info.problems,
+            stats: info.has_stats.then(|| StatsLinks::of(&info.material)),
+        }
+    }
 }
 
 /// Where a table's statistics are served.
@@ -162,10 +187,7 @@ pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
             count: tables.len(),
             with_problems: tables.iter().filter(|t| !t.problems.is_empty()).count(),
             max_pieces: tablebases.max_pieces(),
-            tables: tables
-                .iter()
-                .map(|info| Listed { info, stats: info.has_stats.then(|| StatsLinks::of(&info.material)) })
-                .collect(),
+            tables: tables.iter().map(Listed::of).collect(),
         },
         format,
     )
