@@ -433,3 +433,54 @@ fn statistics_are_stored_when_a_table_is_generated() {
     assert_eq!(tbgen::stats::load_or_compute(table.as_ref()), stored);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A server started on a directory that holds the 35 tables of 3–4 pieces
+/// lists every one of them, and serves their statistics, before any probe
+/// has opened one; a table not made yet says how to make it.
+#[test]
+fn tables_on_disk_are_listed_and_their_statistics_served_from_the_start() {
+    let source = common::generated_builtin_dir();
+    let dir = std::env::temp_dir().join(format!("tbserver-listed-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let materials = tbserver::builtin::all_materials(4);
+    for m in &materials {
+        for name in [format!("{}.tbsb", m.name()), format!("{}.stats.json", m.name())] {
+            std::os::unix::fs::symlink(source.join(&name), dir.join(&name)).unwrap();
+        }
+    }
+    let mut config = tbserver::config::Config { cache_entries: 0, ..Default::default() };
+    config.builtin.mode = tbserver::config::BuiltinMode::Lazy;
+    config.builtin.dir = dir.clone();
+    let server = TestServer::start(config);
+    let (status, tables) = server.get("/api/v1/tables");
+    assert_eq!(status, 200);
+    let builtin: Vec<&Value> =
+        tables["tables"].as_array().unwrap().iter().filter(|t| t["source"] == "builtin").collect();
+    assert_eq!(builtin.len(), 35, "{tables:#}");
+    assert_eq!(tables["count"], 35);
+    for t in &builtin {
+        let name = t["material"].as_str().unwrap();
+        assert_eq!(t["stats"]["api"], format!("/api/v1/tables/{name}/stats"));
+        let file = std::fs::metadata(source.join(format!("{name}.tbsb"))).unwrap().len();
+        assert_eq!(t["bytes"].as_u64(), Some(file), "{name}");
+    }
+    // Statistics straight from the files beside the tables, none opened.
+    let (status, stats) = server.get("/api/v1/tables/KRvK/stats");
+    assert_eq!(status, 200, "{stats:#}");
+    let stored: Value = serde_json::from_slice(&std::fs::read(source.join("KRvK.stats.json")).unwrap()).unwrap();
+    assert_eq!(stats["white_to_move"], stored["white_to_move"]);
+    assert_eq!(stats["white_to_move"]["longest_dtz50"]["plies"], 31);
+    let page = reqwest::blocking::get(format!("{}/tables", server.base)).unwrap().text().unwrap();
+    for m in &materials {
+        assert!(page.contains(&format!("/tables/{}", m.name())), "the /tables page lacks {}", m.name());
+    }
+    // A 5-piece table not made yet: 404 with how to make it.
+    let (status, missing) = server.get("/api/v1/tables/KRBvKQ/stats");
+    assert_eq!(status, 404);
+    let message = missing["error"]["message"].as_str().unwrap();
+    assert!(message.contains("tbserver generate KRBvKQ") && message.contains("material=KRBvKQ"), "{message}");
+    report!("35 built-in tables listed and KRvK's statistics served before any probe");
+    drop(server);
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -531,6 +531,17 @@ impl Store {
         Ok(())
     }
 
+    /// Table files in the directory (or the shipped one) that no probe has
+    /// opened yet, with their paths: found by name, not opened.
+    pub(crate) fn on_disk_unopened(&self) -> Vec<(Material, PathBuf)> {
+        let inner = &self.inner;
+        material::all_materials(material::MAX_PIECES)
+            .into_iter()
+            .filter(|m| inner.ready(m).is_none())
+            .filter_map(|m| inner.find(&m).map(|path| (m, path)))
+            .collect()
+    }
+
     /// Checks a whole job before any of it starts (`tbserver generate`):
     /// the tables of `plan` not on disk yet, the largest of them in the
     /// memory this process may use, all of them on its disk.

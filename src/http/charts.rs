@@ -86,8 +86,10 @@ async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<Table
                 Ok(None) => Err(ApiError::MissingTable {
                     material: material.name(),
                     missing: format!(
-                        "{} (built-in; statistics are kept for built-in tables once generated)",
-                        material.name()
+                        "{m} (built-in, not generated yet; its statistics come with it: `tbserver generate {m}` \
+                         makes it, so does an operator's POST /api/v1/tables/generate?material={m}, and a table \
+                         of up to 4 pieces is made when a position first needs it)",
+                        m = material.name()
                     ),
                 }),
                 Err(err) => Err(api_error(&tb, err).into()),

@@ -172,6 +172,21 @@ impl TableSource for BuiltinSource {
                 }
             })
             .collect();
+        // Files no probe has needed yet: listed from their names and sizes.
+        out.extend(store.on_disk_unopened().into_iter().map(|(m, path)| {
+            let name = m.name();
+            TableInfo {
+                name: format!("{name} (builtin)"),
+                material: name,
+                kind: TableKind::Dtz,
+                source: Source::Builtin,
+                pieces: m.pieces(),
+                bytes: std::fs::metadata(&path).map_or(0, |meta| meta.len()),
+                path: Some(path.display().to_string()),
+                problems: Vec::new(),
+                has_stats: true,
+            }
+        }));
         // Tables whose last attempt failed (a full disk, over the budget):
         // listed with why, until a retry succeeds.
         out.extend(store.failures().into_iter().map(|(m, why)| {
@@ -202,17 +217,24 @@ impl TableSource for BuiltinSource {
         if let Some(stats) = self.stats.lock().unwrap_or_else(|e| e.into_inner()).get(&name) {
             return Ok(Some(Arc::clone(stats)));
         }
-        let table = match store.loaded().into_iter().find(|t| &t.material == material) {
-            Some(table) => table,
-            None if store.find(material).is_some() => {
+        let loaded = store.loaded().into_iter().find(|t| &t.material == material);
+        let table = match (loaded, store.find(material)) {
+            (Some(table), _) => table,
+            (None, Some(path)) => {
+                // Stored beside the file: served without opening the table.
+                if let Some(stats) = tbgen::stats::read_sidecar_beside(&path, material) {
+                    let stats = Arc::new(stats);
+                    self.stats.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Arc::clone(&stats));
+                    return Ok(Some(stats));
+                }
                 store.table(material).map_err(|reason| TableError { table: name.clone(), reason })?
             }
-            None if store.generation_state(material).0 == GenerationState::Pending => {
+            (None, None) if store.generation_state(material).0 == GenerationState::Pending => {
                 return Err(Unanswered::Generating { material: name });
             }
-            None => return Ok(None),
+            (None, None) => return Ok(None),
         };
-        let stats = Arc::new(::tbgen::stats::load_or_compute(table.as_ref()));
+        let stats = Arc::new(tbgen::stats::load_or_compute(table.as_ref()));
         self.stats.lock().unwrap_or_else(|e| e.into_inner()).insert(name, Arc::clone(&stats));
         Ok(Some(stats))
     }

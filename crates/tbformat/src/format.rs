@@ -1604,9 +1604,11 @@ pub fn header_and_index(
     out
 }
 
-/// Checks a file's header and block index (not its blocks) against what
-/// `material` needs, and says where its blocks are.
-pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Blocks), FormatError> {
+/// The header of `material`'s file from its first [`HEADER_LEN`] bytes (or
+/// more), checked for magic, version, length and material, not against the
+/// rest of the file: enough to name the file's content by its checksum
+/// without reading it.
+pub fn read_header(bytes: &[u8], material: &Material) -> Result<Header, FormatError> {
     if bytes.len() < HEADER_LEN || &bytes[..8] != MAGIC {
         return Err(FormatError::BadMagic);
     }
@@ -1623,14 +1625,21 @@ pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> R
     if name != material.name() {
         return Err(FormatError::WrongMaterial { found: name, expected: material.name() });
     }
-    let header = Header {
+    Ok(Header {
         material: name,
         positions: u64_at(32),
         metrics: u32_at(40),
         crc32: u32_at(44),
         legal_positions: u64_at(48),
         block_positions: u32_at(56),
-    };
+    })
+}
+
+/// Checks a file's header and block index (not its blocks) against what
+/// `material` needs, and says where its blocks are.
+pub fn validate_layout(bytes: &[u8], material: &Material, positions: usize) -> Result<(Header, Blocks), FormatError> {
+    let header = read_header(bytes, material)?;
+    let u32_at = |o: usize| u32::from_le_bytes(bytes[o..o + 4].try_into().unwrap());
     if header.metrics != BASE_METRICS && header.metrics != BASE_METRICS | METRIC_DTM50 {
         return Err(FormatError::UnexpectedMetrics(header.metrics));
     }

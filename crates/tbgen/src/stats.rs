@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use shakmaty::{Color, Piece, Square};
 
-use super::{index::Layout, material::Material, value};
+use super::{format, index::Layout, material::Material, value};
 
 /// What the statistics are computed from: a table as the store serves it.
 pub trait Scan {
@@ -330,6 +330,17 @@ pub(crate) fn sidecar_path(table_path: &Path) -> PathBuf {
 /// this very file.
 pub fn read_sidecar(table: &impl Scan) -> Option<TableStats> {
     read_sidecar_of(table.path()?, table.material(), table.crc32())
+}
+
+/// The statistics stored beside `material`'s table file at `table_path`,
+/// if they belong to that very file: read from the sidecar and the file's
+/// header alone, without opening the table.
+pub fn read_sidecar_beside(table_path: &Path, material: &Material) -> Option<TableStats> {
+    use std::io::Read;
+    let mut head = [0; format::HEADER_LEN];
+    std::fs::File::open(table_path).ok()?.read_exact(&mut head).ok()?;
+    let header = format::read_header(&head, material).ok()?;
+    read_sidecar_of(table_path, material, header.crc32)
 }
 
 /// The statistics stored beside the table file at `table_path`, if they are
