@@ -518,3 +518,47 @@ fn verify_checksums_names_a_changed_byte() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A running server names the command that fetches a missing table, and
+/// serves it once downloaded and rescanned (what SIGHUP does).
+#[test]
+fn a_server_names_the_download_and_serves_it_after_a_rescan() {
+    let Some(syzygy) = common::syzygy_dir() else { return };
+    let dir = scratch("serve");
+    // KQvK only: the server covers 3 pieces, and has no KRvK.
+    for name in ["KQvK.rtbw", "KQvK.rtbz"] {
+        std::fs::copy(syzygy.join(name), dir.join(name)).unwrap();
+    }
+    let mut config = tbserver::config::Config { syzygy: vec![dir.clone()], cache_entries: 0, ..Default::default() };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    let server = common::TestServer::start(config);
+    let krvk = format!("/api/v1/probe?fen={}", common::enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1"));
+    let (status, body) = server.get(&krvk);
+    assert_eq!((status, body["error"]["code"].as_str()), (404, Some("missing_table")), "{body}");
+    let message = body["error"]["message"].as_str().unwrap();
+    let command = "tbserver download syzygy --material KRvK --to DIR";
+    assert!(message.contains(command), "{message}");
+
+    let mirror = Mirror::start(&syzygy, Behaviour::default());
+    let out = tbserver(&[
+        "download",
+        "syzygy",
+        "--material",
+        "KRvK",
+        "--to",
+        dir.to_str().unwrap(),
+        "--mirror",
+        &mirror.base,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let fetched: BTreeSet<String> = mirror.gets().into_keys().collect();
+    assert_eq!(fetched, BTreeSet::from(["KRvK.rtbw".to_owned(), "KRvK.rtbz".to_owned()]));
+    server.state.rescan();
+    let (status, body) = server.get(&krvk);
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["category"], "win", "{body}");
+    assert_eq!(body["sources"]["dtz50"], "syzygy", "{body}");
+    assert!(body["dtz50"]["plies"].as_i64().is_some_and(|d| d > 0), "{body}");
+    report!("download: missing_table names `{command}`; after it and a rescan KRvK is served (win)");
+    std::fs::remove_dir_all(&dir).ok();
+}
