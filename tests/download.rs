@@ -244,6 +244,12 @@ fn three_and_four_pieces_arrive_intact() {
     assert_eq!(names.len(), 70);
     let mirror = Mirror::start(&syzygy, Behaviour::default());
     let to = scratch("all");
+    // The plan alone: every file named with its size, nothing asked of the mirror.
+    let (code, out) = download_syzygy(&mirror, &to, &["--dry-run"]);
+    assert_eq!(code, Some(0), "{out}");
+    assert_eq!(out.lines().filter(|l| l.starts_with("would fetch ")).count(), 70, "{out}");
+    assert!(out.contains("to fetch: 70, 4.1 MiB") && out.contains("would fetch KQvKR.rtbz ("), "{out}");
+    assert!(mirror.seen().is_empty() && std::fs::read_dir(&to).unwrap().next().is_none());
     let (code, out) = download_syzygy(&mirror, &to, &[]);
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("plan: 70 files"), "{out}");
