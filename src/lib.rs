@@ -13,6 +13,7 @@ pub mod builtin;
 pub(crate) mod clock_chart;
 pub mod config;
 pub mod domain;
+pub mod download;
 pub mod error;
 pub mod http;
 pub mod material;

@@ -96,6 +96,13 @@ enum Command {
     /// Check the table files in directories (Syzygy, Gaviota, built-in) and
     /// report each bad one; exits non-zero if any is bad.
     Verify {
+        /// Hash every Syzygy file against the published BLAKE3 sums shipped
+        /// with tbserver, and every chesstb file against its XXH64 trailer
+        /// (all cores); names each mismatch and each Syzygy file the list
+        /// does not know. Listed files a directory does not hold are counted,
+        /// not errors.
+        #[arg(long, conflicts_with_all = ["deep", "samples"])]
+        checksums: bool,
         /// Probe many sample positions per Syzygy table (decodes data blocks),
         /// not only one (opens the table).
         #[arg(long)]
@@ -108,6 +115,13 @@ enum Command {
         quiet: bool,
         #[arg(required = true, value_name = "DIR")]
         dirs: Vec<PathBuf>,
+    },
+    /// Fetch table files from HTTP(S) mirrors: each is resumed after a
+    /// dropped connection or a restart, checked (published size and hash, or
+    /// chesstb's trailer), then put in place; see docs/tables.md.
+    Download {
+        #[command(subcommand)]
+        set: DownloadSet,
     },
     /// Search for the fastest mate the 50-move rule allows (DTM50-style);
     /// prints UCI-style `info` lines and `bestmove`.
@@ -132,6 +146,64 @@ enum Command {
         #[arg(long, value_name = "ADDR")]
         addr: Option<std::net::SocketAddr>,
     },
+}
+
+#[derive(Subcommand)]
+enum DownloadSet {
+    /// Syzygy WDL and DTZ files (`.rtbw`, `.rtbz`), checked against the
+    /// published sizes and BLAKE3 sums shipped with tbserver.
+    Syzygy {
+        /// Piece counts, kings included: 3-4, 3-5, 6 or 7 (any range of 3 to 7).
+        #[arg(long, value_name = "N|A-B")]
+        pieces: Option<tbserver::download::select::Pieces>,
+        /// WDL files only (`.rtbw`): enough for win/draw/loss, half the bytes.
+        #[arg(long)]
+        wdl_only: bool,
+        /// Only these tables (e.g. KRvK,KRPvKR) and the tables their captures
+        /// and promotions lead to (within --pieces, if given).
+        #[arg(long, value_name = "TABLE,...", value_delimiter = ',')]
+        material: Vec<String>,
+        #[command(flatten)]
+        common: DownloadArgs,
+    },
+    /// chesstb files (`wdl/KQK.lzw`, `dtm50/KQK.lzdtm50`, ...), checked against
+    /// their XXH64 trailer; needs --mirror (chesstb publishes no HTTP mirror).
+    Chesstb {
+        /// Piece counts, kings included: 3-4, 3-5 or 6.
+        #[arg(long, value_name = "N|A-B")]
+        pieces: Option<tbserver::download::select::Pieces>,
+        /// Which files: wdl, dtz, dtc (materials with pawns), dtm, dtm50.
+        #[arg(long, value_name = "M,...", value_delimiter = ',', default_value = "wdl,dtz")]
+        metrics: Vec<String>,
+        /// Only these tables (KRvKB or chesstb's KRKB) and the tables their
+        /// captures and promotions lead to (within --pieces, if given).
+        #[arg(long, value_name = "TABLE,...", value_delimiter = ',')]
+        material: Vec<String>,
+        #[command(flatten)]
+        common: DownloadArgs,
+    },
+}
+
+#[derive(Args)]
+struct DownloadArgs {
+    /// Directory the files go to (made if missing).
+    #[arg(long, value_name = "DIR")]
+    to: PathBuf,
+    /// A base URL under which each file is fetched as URL/NAME (NAME: its
+    /// path within the set, e.g. KQvK.rtbw or wdl/KQK.lzw); repeatable,
+    /// tried in order. Without one: the public Syzygy mirrors.
+    #[arg(long, value_name = "URL")]
+    mirror: Vec<String>,
+    /// Files fetched at once.
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
+    /// Print the plan (files, bytes, what is in place, the disk) and stop.
+    #[arg(long)]
+    dry_run: bool,
+    /// Hash the files already in place too (default: their size is compared;
+    /// `verify --checksums` hashes them).
+    #[arg(long)]
+    check_present: bool,
 }
 
 #[derive(Args, Clone, Default)]
@@ -240,7 +312,11 @@ fn main() -> ExitCode {
             generate(&args, tables, list, pieces, Split { waves, wave, shard }, out, without_dtm50, compression)
         }
         Some(Command::Analyse { tables, movetime, depth, fen }) => analyse_once(&tables, movetime, depth, &fen),
-        Some(Command::Verify { deep, samples, quiet, dirs }) => verify(&dirs, if deep { samples } else { 1 }, quiet),
+        Some(Command::Verify { checksums: true, quiet, dirs, .. }) => verify_checksums(&dirs, quiet),
+        Some(Command::Verify { deep, samples, quiet, dirs, .. }) => {
+            verify(&dirs, if deep { samples } else { 1 }, quiet)
+        }
+        Some(Command::Download { set }) => download(set),
         Some(Command::Healthcheck { config, addr }) => healthcheck(&TableArgs { config, ..TableArgs::default() }, addr),
     };
     match result {
@@ -397,6 +473,75 @@ fn verify(dirs: &[PathBuf], samples: usize, quiet: bool) -> Result<(), String> {
     }
     println!("{files} table files checked, {bad} bad");
     if bad > 0 { Err(format!("{bad} bad table files")) } else { Ok(()) }
+}
+
+fn verify_checksums(dirs: &[PathBuf], quiet: bool) -> Result<(), String> {
+    use tbserver::verify::checksums::{Verdict, verify_checksums};
+    let summary = verify_checksums(dirs).map_err(|e| e.to_string())?;
+    let (mut matched, mut unknown) = (0, 0);
+    for file in &summary.files {
+        match &file.verdict {
+            Verdict::Match(check) => {
+                matched += 1;
+                if !quiet {
+                    println!("ok   {} ({check} matches)", file.path.display());
+                }
+            }
+            Verdict::Mismatch(why) => println!("BAD  {}: {why}", file.path.display()),
+            Verdict::Unknown => {
+                unknown += 1;
+                println!("UNKNOWN {}: not in the published list, not trusted", file.path.display());
+            }
+        }
+    }
+    let bad = summary.bad();
+    println!(
+        "{} files hashed: {matched} match, {bad} bad, {unknown} unknown; {} listed Syzygy files are not here",
+        summary.files.len(),
+        summary.listed_not_here
+    );
+    println!(
+        "hashed {:.3} GB in {:.2} s: {:.2} GB/s on {} threads",
+        summary.hashed_bytes as f64 / 1e9,
+        summary.seconds,
+        summary.hashed_bytes as f64 / 1e9 / summary.seconds.max(1e-6),
+        summary.threads
+    );
+    if bad > 0 { Err(format!("{bad} bad table files")) } else { Ok(()) }
+}
+
+fn download(set: DownloadSet) -> Result<(), String> {
+    use tbserver::download::{Options, Set, select};
+    let (set, pieces, wdl_only, metrics, materials, common) = match set {
+        DownloadSet::Syzygy { pieces, wdl_only, material, common } => {
+            (Set::Syzygy, pieces, wdl_only, Vec::new(), material, common)
+        }
+        DownloadSet::Chesstb { pieces, metrics, material, common } => {
+            if pieces.is_some_and(|p| p.max > 6) {
+                return Err("bad_selection: chesstb publishes up to 6 pieces".to_owned());
+            }
+            let kinds = metrics
+                .iter()
+                .map(|m| select::chesstb_kind(m))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(|e| e.to_string())?;
+            (Set::Chesstb, pieces, false, kinds, material, common)
+        }
+    };
+    let options = Options {
+        set,
+        pieces,
+        wdl_only,
+        metrics,
+        materials,
+        to: common.to,
+        mirrors: common.mirror,
+        jobs: common.jobs.max(1),
+        dry_run: common.dry_run,
+        check_present: common.check_present,
+    };
+    let summary = tbserver::download::run(&options).map_err(|e| e.to_string())?;
+    if summary.failed.is_empty() { Ok(()) } else { Err(format!("{} files failed", summary.failed.len())) }
 }
 
 fn healthcheck(args: &TableArgs, addr: Option<std::net::SocketAddr>) -> Result<(), String> {

@@ -356,7 +356,10 @@ fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
     let mut names: Vec<String> = Vec::new();
     for source in tb.sources() {
         match source {
-            Source::Syzygy => names.extend([format!("{key}.rtbw"), format!("{key}.rtbz")]),
+            // With the command that fetches them (docs/tables.md); SIGHUP picks them up.
+            Source::Syzygy => names.push(format!(
+                "{key}.rtbw, {key}.rtbz (tbserver download syzygy --material {key} --to DIR, then SIGHUP)"
+            )),
             Source::Gaviota => names.push(format!("{}.gtb.cp4", key.replace('v', "").to_lowercase())),
             Source::Builtin => names.push(format!("{key} (built-in, up to 4 pieces)")),
             Source::Chesstb => names.push(format!("{} (chesstb)", crate::sources::chesstb::file_stem(pos.board()))),

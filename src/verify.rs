@@ -17,6 +17,11 @@
 //!   the directory or in its `wdl/ dtz/ dtc/ dtm/ dtm50/`): header, frames
 //!   and offset sections, the trailing XXH64 of the whole file, and that a
 //!   distance table has the WDL companion it takes its classes from.
+//!
+//! With `--checksums` ([`checksums`]) every byte is judged instead: Syzygy
+//! files against the published hashes, chesstb files against their trailer.
+
+pub mod checksums;
 
 use std::{collections::BTreeMap, path::Path};
 

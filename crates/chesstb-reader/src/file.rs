@@ -76,6 +76,53 @@ impl Kind {
 }
 
 const CHECKSUM_SEED: u64 = 0xf0f0_f0f0_f0f0;
+
+/// The check of a chesstb file's trailer, fed the file's bytes in order in
+/// pieces of any size: the last 8 bytes must be the XXH64 (seeded with
+/// 0xf0f0f0f0f0f0) of everything before them. Streaming, so that files of
+/// hundreds of GiB are checked without mapping them.
+pub struct TrailerChecksum {
+    hasher: xxhash_rust::xxh64::Xxh64,
+    /// The last up to 8 bytes seen: not hashed until more bytes follow.
+    tail: [u8; 8],
+    tail_len: usize,
+}
+
+impl Default for TrailerChecksum {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TrailerChecksum {
+    /// A check that has seen no byte yet.
+    pub fn new() -> TrailerChecksum {
+        TrailerChecksum { hasher: xxhash_rust::xxh64::Xxh64::new(CHECKSUM_SEED), tail: [0; 8], tail_len: 0 }
+    }
+
+    /// The next bytes of the file.
+    pub fn update(&mut self, bytes: &[u8]) {
+        if bytes.len() >= 8 {
+            self.hasher.update(&self.tail[..self.tail_len]);
+            let (body, tail) = bytes.split_at(bytes.len() - 8);
+            self.hasher.update(body);
+            self.tail.copy_from_slice(tail);
+            self.tail_len = 8;
+        } else {
+            let spill = (self.tail_len + bytes.len()).saturating_sub(8);
+            self.hasher.update(&self.tail[..spill]);
+            self.tail.copy_within(spill..self.tail_len, 0);
+            self.tail_len -= spill;
+            self.tail[self.tail_len..self.tail_len + bytes.len()].copy_from_slice(bytes);
+            self.tail_len += bytes.len();
+        }
+    }
+
+    /// Whether the bytes fed so far end in the XXH64 of the bytes before.
+    pub fn matches(&self) -> bool {
+        self.tail_len == 8 && self.hasher.digest() == u64::from_le_bytes(self.tail)
+    }
+}
 const FLAG_SINGULAR: u8 = 0x80;
 const FLAG_DROPPED: u8 = 0x40;
 const FLAG_LOSS_ONLY: u8 = 0x20;
@@ -246,12 +293,9 @@ impl TableFile {
 
     /// Whether the trailing XXH64 matches (chesstb seeds it with 0xf0f0f0f0f0f0).
     pub(crate) fn checksum_ok(&self) -> bool {
-        let b = self.bytes();
-        if b.len() < 8 {
-            return false;
-        }
-        let (body, tail) = b.split_at(b.len() - 8);
-        xxhash_rust::xxh64::xxh64(body, CHECKSUM_SEED) == u64::from_le_bytes(tail.try_into().expect("8 bytes"))
+        let mut check = TrailerChecksum::new();
+        check.update(self.bytes());
+        check.matches()
     }
 
     /// The raw stored code (WDL) or rank value (others) of a non-layered
@@ -620,5 +664,29 @@ mod tests {
             let _ = LayeredBlock::new(data.clone(), 1000, 1, 16);
             let _ = LayeredBlock::new(data, 7, 2, 4);
         }
+    }
+
+    /// Fed in pieces of any size, the trailer check agrees with one XXH64
+    /// over the body; a changed byte anywhere, or a file under 8 bytes, fails.
+    #[test]
+    fn trailer_checksum_in_pieces() {
+        let body: Vec<u8> = (0..1000u32).map(|i| (i * 7 + 3) as u8).collect();
+        let mut file = body.clone();
+        file.extend(xxhash_rust::xxh64::xxh64(&body, CHECKSUM_SEED).to_le_bytes());
+        for piece in [1, 3, 7, 8, 9, 64, 1000, 2000] {
+            let mut check = TrailerChecksum::new();
+            file.chunks(piece).for_each(|c| check.update(c));
+            assert!(check.matches(), "pieces of {piece}");
+        }
+        for at in [0, 500, file.len() - 9, file.len() - 1] {
+            let mut bad = file.clone();
+            bad[at] ^= 1;
+            let mut check = TrailerChecksum::new();
+            bad.chunks(5).for_each(|c| check.update(c));
+            assert!(!check.matches(), "byte {at} changed");
+        }
+        let mut short = TrailerChecksum::new();
+        short.update(&[0; 7]);
+        assert!(!short.matches());
     }
 }

@@ -111,7 +111,7 @@ use shakmaty::{Chess, Position};
 use tbcache::Recent;
 
 pub(crate) use cache::CacheStats;
-pub use file::Kind;
+pub use file::{Kind, TrailerChecksum};
 pub(crate) use index::IndexParts;
 pub use material::TableMaterial;
 pub use probe::{Class, Conversion, Mate, Values};
