@@ -252,8 +252,12 @@ fn committed_chesstb_values_against_the_builtin_table() {
 fn knnnnvk_equals_chesstb_knnnnk() {
     let store = Store::new(six_dir(), true).with_lazy_max_pieces(6);
     let m = knnnnvk();
-    let s = tbserver::builtin::generate_in(&store, &tbserver::builtin::with_dependencies(&[m.clone()]), &|_| {})
-        .expect("generate KNNNNvK");
+    let s = tbserver::builtin::generate_in(
+        &store,
+        &tbserver::builtin::with_dependencies(std::slice::from_ref(&m)),
+        &|_| {},
+    )
+    .expect("generate KNNNNvK");
     report!("built-in tables: {} tables, {} generated now, {:.1} s", s.tables, s.generated, s.secs);
     if let Some(expected) = committed() {
         check_committed(&store, &expected);
