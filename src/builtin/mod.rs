@@ -210,11 +210,29 @@ fn generating_store(out: &Path, with_dtm50: bool, compression: format::Compressi
     if with_dtm50 { store } else { store.without_dtm50() }
 }
 
+/// The estimate of the tables to generate, for the plan `tbserver
+/// generate` prints: the largest table's peak memory (tables are generated
+/// one at a time where memory counts), and the disk of all the files with
+/// the largest spill beside them. `None` if there is nothing to generate.
+fn plan_estimate(store: &Store, missing: &[&Material]) -> Option<String> {
+    const GIB: f64 = (1u64 << 30) as f64;
+    let estimates: Vec<_> = missing.iter().map(|m| (m, store.estimate(m))).collect();
+    let (largest, e) = estimates.iter().max_by_key(|(_, e)| e.peak_memory_bytes)?;
+    let files: u64 = estimates.iter().map(|(_, e)| e.disk_bytes).sum();
+    let spill = estimates.iter().map(|(_, e)| e.spill_bytes).max().unwrap_or(0);
+    Some(format!(
+        "estimate: peak memory {:.2} GiB ({} bytes, for {}); disk {:.2} GiB ({} bytes: files {files}, spill {spill})",
+        e.peak_memory_bytes as f64 / GIB,
+        e.peak_memory_bytes,
+        largest.name(),
+        (files + spill) as f64 / GIB,
+        files + spill,
+    ))
+}
+
 /// Opens or generates `all` (in generation order, each after what it needs)
 /// in `store`, writing into `out`, with a plan first and a progress bar.
 fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, BuiltinError> {
-    // The whole job against the caps and the machine before any of it runs.
-    store.check_job(all).map_err(|refusal| BuiltinError(format!("refused before generating anything: {refusal}")))?;
     let missing: Vec<&Material> = all.iter().filter(|m| store.find(m).is_none()).collect();
     let positions: u64 = missing.iter().map(|m| index::Layout::new(m).size as u64).sum();
     let names = |ms: &[&Material]| ms.iter().map(|m| m.name()).collect::<Vec<_>>().join(" ");
@@ -226,11 +244,17 @@ fn run_store(store: &Store, all: &[Material], out: &Path) -> Result<Summary, Bui
         positions as f64 / ROUGH_POSITIONS_PER_S / 60.0,
         if missing.len() <= 20 { format!(": {}", names(&missing)) } else { String::new() },
         if missing.iter().any(|m| m.pieces() >= 5) {
-            "; a table of 5 pieces needs up to 4 GiB of memory while it is generated (see docs/builtin-generation.md)"
+            "; a table of 5 or 6 pieces needs GiB of memory while it is generated (see docs/builtin-generation.md)"
         } else {
             ""
         },
     );
+    if let Some(plan) = plan_estimate(store, &missing) {
+        println!("{plan}");
+    }
+    // The whole job against the caps and the machine before any of it runs,
+    // once its estimate is printed.
+    store.check_job(all).map_err(|refusal| BuiltinError(format!("refused before generating anything: {refusal}")))?;
     let bar = indicatif::ProgressBar::new(all.len() as u64);
     bar.set_style(
         indicatif::ProgressStyle::with_template("{elapsed_precise} [{bar:40}] {pos}/{len} {msg}")

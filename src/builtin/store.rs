@@ -6,7 +6,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, Condvar, Mutex, MutexGuard, OnceLock,
-        atomic::{AtomicBool, AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering},
     },
     time::Instant,
 };
@@ -291,9 +291,9 @@ struct Inner {
     /// Tables of more pieces are generated only when asked for by name
     /// ([`Store::request_all`]), not because a lookup needs them.
     lazy_max_pieces: usize,
-    /// Some table of more pieces than that was on disk at start or has been
-    /// asked for: lookups may find it.
-    beyond_lazy: AtomicBool,
+    /// The most pieces of a table beyond that which was on disk at start
+    /// or has been asked for (0 if none): lookups may find such tables.
+    beyond_lazy: AtomicUsize,
     /// Set once each, when the table is ready: opened or generated. Read
     /// without locking; never initialized by a waiting call. Failures are
     /// kept by the queue (they may be retried).
@@ -343,7 +343,7 @@ impl Store {
                 compression: format::Compression::Fast,
                 waiting: Waiting::Block,
                 lazy_max_pieces: material::DEFAULT_PIECES,
-                beyond_lazy: AtomicBool::new(false),
+                beyond_lazy: AtomicUsize::new(0),
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
                 queue: Mutex::new(Queue::default()),
                 caps: Caps::default(),
@@ -377,11 +377,11 @@ impl Store {
     }
 
     /// Most pieces of the positions lookups may answer: those of the tables
-    /// generated unasked, or [`material::MAX_PIECES`] once a larger table
-    /// is on disk or has been asked for.
+    /// generated unasked, or of the largest table on disk or asked for
+    /// (a 6-piece position is only covered once a 6-piece table is).
     pub(crate) fn max_pieces(&self) -> usize {
         let i = &self.inner;
-        if i.beyond_lazy.load(Ordering::SeqCst) { material::MAX_PIECES } else { i.lazy_max_pieces }
+        i.lazy_max_pieces.max(i.beyond_lazy.load(Ordering::SeqCst))
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Inner)) -> Store {
@@ -476,8 +476,8 @@ impl Store {
         if !inner.generate_missing {
             return;
         }
-        if materials.iter().any(|m| m.pieces() > inner.lazy_max_pieces) {
-            inner.beyond_lazy.store(true, Ordering::SeqCst);
+        if let Some(most) = materials.iter().map(Material::pieces).filter(|&p| p > inner.lazy_max_pieces).max() {
+            inner.beyond_lazy.fetch_max(most, Ordering::SeqCst);
         }
         let mut q = inner.lock();
         for m in materials {
@@ -550,6 +550,12 @@ impl Store {
         let to_generate: Vec<&Material> =
             plan.iter().filter(|m| inner.ready(m).is_none() && inner.find(m).is_none()).collect();
         if to_generate.is_empty() { Ok(()) } else { inner.check_budget(&to_generate, 0) }
+    }
+
+    /// What generating `material` is expected to cost with this store's
+    /// settings (with or without DTM50).
+    pub(crate) fn estimate(&self, material: &Material) -> tbgen::budget::Estimate {
+        tbgen::budget::estimate(material, self.inner.with_dtm50)
     }
 
     /// Opens `material` from its file and settles it, never generating it:
@@ -664,15 +670,21 @@ impl Inner {
     /// Remembers whether `dir` holds a table beyond the lazily generated
     /// sizes, which lets lookups answer positions of that size.
     fn note_large_tables(&self, dir: &Path) {
-        let on_disk = fs::read_dir(dir).into_iter().flatten().flatten().any(|entry| {
-            let name = entry.file_name();
-            let name = name.to_string_lossy();
-            name.strip_suffix(&format!(".{}", format::EXTENSION))
-                .and_then(Material::parse)
-                .is_some_and(|m| m.pieces() > material::DEFAULT_PIECES)
-        });
-        if on_disk {
-            self.beyond_lazy.store(true, Ordering::SeqCst);
+        let most = fs::read_dir(dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                name.strip_suffix(&format!(".{}", format::EXTENSION))
+                    .and_then(Material::parse_table)
+                    .map(|m| m.pieces())
+                    .filter(|&p| p > material::DEFAULT_PIECES)
+            })
+            .max();
+        if let Some(most) = most {
+            self.beyond_lazy.fetch_max(most, Ordering::SeqCst);
         }
     }
 
@@ -848,6 +860,10 @@ impl Inner {
     fn get(self: &Arc<Self>, m: &Material) -> Result<&Arc<Table>, Unavailable> {
         if let Some(t) = self.ready(m) {
             return Ok(t);
+        }
+        // Most 6-piece materials have no built-in table: other sources answer.
+        if !m.is_builtin() {
+            return Err(Unavailable::NotGenerated(m.name()));
         }
         if self.cancelled.load(Ordering::SeqCst) {
             return Err(Unavailable::Failed("shutting down: built-in tables are no longer generated".into()));

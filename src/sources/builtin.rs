@@ -73,7 +73,7 @@ impl BuiltinSource {
         if config.mode == BuiltinMode::Off {
             return BuiltinSource { store: None, max_queued_tables: 0, stats: Default::default() };
         }
-        let lazy = config.lazy_max_pieces.clamp(tbformat::material::DEFAULT_PIECES, tbformat::material::MAX_PIECES);
+        let lazy = config.lazy_max_pieces.clamp(tbformat::material::DEFAULT_PIECES, tbformat::material::MAX_PIECES_ALL);
         let read_only = config.mode == BuiltinMode::ReadOnly;
         let store = Store::new(&config.dir, !read_only)
             .with_lazy_max_pieces(lazy)

@@ -8,9 +8,10 @@
 //!   a1–h8 diagonal, the black king on or below it: 462 pairs. With pawns
 //!   the white king on files a–d (left-right mirror): 1806 pairs. Kings on
 //!   one square or adjacent have no pair.
-//! - Identical pieces (two or three of a kind) are one digit, the rank of
+//! - Identical pieces (two to four of a kind) are one digit, the rank of
 //!   their sorted squares among the combinations (C(64, 2) = 2016, C(64, 3)
-//!   = 41664), rather than 64² or 64³ for the squares in every order.
+//!   = 41664, C(64, 4) = 635376), rather than 64² to 64⁴ for the squares
+//!   in every order.
 //! - Identical pawns keep a file digit each, sorted by square; their ranks
 //!   are counted as a multiset (21 layers for two pawns, not 36).
 //! - With both kings on the a1–h8 diagonal, a position and its
@@ -37,7 +38,7 @@ use crate::material::Material;
 pub const NONE: u8 = 255;
 
 /// Most men (kings included) a position of a built-in table has.
-pub const MAX_MEN: usize = 5;
+pub const MAX_MEN: usize = 6;
 
 /// The square of each man, in [`Layout::men`] order; slots past the last
 /// man hold [`NONE`].
@@ -137,6 +138,10 @@ pub fn attacks_of(sq: Square, piece: Piece, occupied: Bitboard) -> Bitboard {
     }
 }
 
+/// Every slot of [`Squares`] [`NONE`], as the low bytes of one word (the
+/// squares of a position built in a register).
+const EMPTY_SQUARES: u64 = u64::MAX >> (8 * (8 - MAX_MEN));
+
 /// In [`KingPairs`]: kings that have no pair digit.
 const NO_PAIR: u16 = u16::MAX;
 
@@ -197,14 +202,14 @@ static PAWNLESS_KINGS: KingPairs = king_pairs(false);
 static PAWN_KINGS: KingPairs = king_pairs(true);
 
 /// `BINOMIAL[k][n]` = C(n, k), for the colex rank of sorted squares
-/// `s0 < s1 < s2`: C(s0, 1) + C(s1, 2) + C(s2, 3).
-const BINOMIAL: [[u32; 64]; 4] = {
-    let mut t = [[0u32; 64]; 4];
+/// `s0 < s1 < s2 < s3`: C(s0, 1) + C(s1, 2) + C(s2, 3) + C(s3, 4).
+const BINOMIAL: [[u32; 64]; MAX_COMBINED + 1] = {
+    let mut t = [[0u32; 64]; MAX_COMBINED + 1];
     let mut n = 0;
     while n < 64 {
         t[0][n] = 1;
         let mut k = 1;
-        while k < 4 {
+        while k <= MAX_COMBINED {
             t[k][n] = if n == 0 { 0 } else { t[k][n - 1] + t[k - 1][n - 1] };
             k += 1;
         }
@@ -214,7 +219,7 @@ const BINOMIAL: [[u32; 64]; 4] = {
 };
 
 /// Most identical men stored as one combination digit.
-const MAX_COMBINED: usize = 3;
+const MAX_COMBINED: usize = 4;
 
 /// By colex rank: the `k` sorted squares of each combination of `k` of the
 /// 64 squares, one per byte (lowest square in the low byte).
@@ -271,8 +276,9 @@ pub struct Layout {
     pub n: usize,
     /// Whether any man is a pawn (the pawn layout: no diagonal symmetry, layers by pawn ranks).
     pub pawns: bool,
-    /// Men `start..end` are the same piece (at most one such group up to
-    /// 5 men): their squares are stored sorted. Empty if none.
+    /// Men `start..end` are the same piece (at most one such group: see
+    /// [`Material::is_builtin`]): their squares are stored sorted. Empty if
+    /// none.
     identical: std::ops::Range<usize>,
     /// The identical men are pieces (not pawns): one combination digit.
     combined: bool,
@@ -393,10 +399,7 @@ impl Layout {
                 (b - a >= 2).then_some(a..b)
             })
             .unwrap_or(0..0);
-        debug_assert!(
-            (identical.end..n).all(|j| (j + 1..n).all(|k| men[j] != men[k])),
-            "one group of identical men at most"
-        );
+        assert!((identical.end..n).all(|j| (j + 1..n).all(|k| men[j] != men[k])), "one group of identical men at most");
         let is_pawn = |i: usize| i > 1 && men[i].1 == Role::Pawn;
         let combined = !identical.is_empty() && !is_pawn(identical.start);
         assert!(identical.len() <= MAX_COMBINED);
@@ -491,19 +494,34 @@ impl Layout {
     /// (ascending, [`NONE`] past the last).
     #[inline(always)]
     fn combination_with(&self, t: u8, others: [u8; MAX_COMBINED - 1]) -> u32 {
-        let [a, b] = others;
-        if self.identical.len() == 2 {
-            let (lo, hi) = if t < a { (t, a) } else { (a, t) };
-            BINOMIAL[1][lo as usize] + BINOMIAL[2][hi as usize]
-        } else {
-            let (x, y, z) = if t < a {
-                (t, a, b)
-            } else if t < b {
-                (a, t, b)
-            } else {
-                (a, b, t)
-            };
-            BINOMIAL[1][x as usize] + BINOMIAL[2][y as usize] + BINOMIAL[3][z as usize]
+        let [a, b, c] = others;
+        match self.identical.len() {
+            2 => {
+                let (lo, hi) = if t < a { (t, a) } else { (a, t) };
+                BINOMIAL[1][lo as usize] + BINOMIAL[2][hi as usize]
+            }
+            3 => {
+                let (x, y, z) = if t < a {
+                    (t, a, b)
+                } else if t < b {
+                    (a, t, b)
+                } else {
+                    (a, b, t)
+                };
+                BINOMIAL[1][x as usize] + BINOMIAL[2][y as usize] + BINOMIAL[3][z as usize]
+            }
+            _ => {
+                let (w, x, y, z) = if t < a {
+                    (t, a, b, c)
+                } else if t < b {
+                    (a, t, b, c)
+                } else if t < c {
+                    (a, b, t, c)
+                } else {
+                    (a, b, c, t)
+                };
+                BINOMIAL[1][w as usize] + BINOMIAL[2][x as usize] + BINOMIAL[3][y as usize] + BINOMIAL[4][z as usize]
+            }
         }
     }
 
@@ -695,7 +713,7 @@ impl Layout {
         // The squares are built as bytes of one register: writing them one
         // by one into the array and reading it back whole stalls store
         // forwarding.
-        let mut packed: u64 = u64::from_le_bytes([NONE, NONE, NONE, NONE, NONE, 0, 0, 0]);
+        let mut packed: u64 = EMPTY_SQUARES;
         for i in 2..self.n {
             let d = ((idx >> self.field_shift[i]) & self.field_mask[i] as u32) as u64;
             packed = packed & !(0xff << (8 * i)) | d << (8 * i);
@@ -864,6 +882,8 @@ mod tests {
             ("KPPvK", 21 * 2 * 1806 * 64),
             ("KRvKP", 6 * 2 * 1806 * 64 * 8),
             ("KNNNvK", 2 * 462 * 41664),
+            ("KNNNNvK", 2 * 462 * 635376),
+            ("KQQQQvK", 2 * 462 * 635376),
             ("KRBvKQ", 2 * 462 * 64 * 64 * 64),
             ("KRPvKR", 6 * 2 * 1806 * 64 * 8 * 64),
             ("KNNvKP", 6 * 2 * 1806 * 2016 * 8),
@@ -937,11 +957,11 @@ mod tests {
 
     #[test]
     fn every_legal_position_decodes_to_its_index() {
-        for name in ["KRvK", "KNNvK", "KPvKP", "KBvKN", "KPPvK", "KNNNvK"] {
+        for name in ["KRvK", "KNNvK", "KPvKP", "KBvKN", "KPPvK", "KNNNvK", "KNNNNvK"] {
             let l = Layout::new(&Material::parse(name).unwrap());
             let mut valid = 0;
-            // KNNNvK: every 97th index.
-            let step = if l.size > 1 << 26 { 97 } else { 1 };
+            // KNNNNvK: every 1009th index.
+            let step = if l.size > 1 << 28 { 1009 } else { 1 };
             for idx in (0..l.size as u32).step_by(step) {
                 // Legal: men on distinct squares, `idx` the position's index,
                 // the side not to move not in check.
@@ -1018,10 +1038,14 @@ mod tests {
     /// the position after the move, with either side to move.
     #[test]
     fn steps_equal_the_full_index() {
-        for name in ["KRvK", "KNNvK", "KRvKP", "KBvKN", "KNNNvK", "KNNvKP"] {
+        for name in ["KRvK", "KNNvK", "KRvKP", "KBvKN", "KNNNvK", "KNNvKP", "KNNNNvK"] {
             let l = Layout::new(&Material::parse(name).unwrap());
             let (mut fast, mut slow) = (0u64, 0u64);
-            let step = if l.n > 4 { 997 } else { 7 };
+            let step = match l.n {
+                ..=4 => 7,
+                5 => 997,
+                _ => 99_991,
+            };
             for idx in (0..l.size as u32).step_by(step) {
                 let Some(p) = l.decode(idx) else { continue };
                 for i in (0..l.n).filter(|&i| l.men[i].1 != Role::Pawn) {

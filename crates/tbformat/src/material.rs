@@ -2,8 +2,13 @@
 
 use shakmaty::{Color, Role};
 
-/// Most pieces (kings included) a built-in table can have.
-pub const MAX_PIECES: usize = 5;
+/// Most pieces (kings included) a built-in table can have. Every material
+/// of 3 to 5 pieces has a built-in table; of 6 pieces, only four identical
+/// pieces against a bare king ([`Material::is_builtin`]).
+pub const MAX_PIECES: usize = 6;
+
+/// Most pieces of the materials that all have a built-in table.
+pub const MAX_PIECES_ALL: usize = 5;
 
 /// Most pieces of the tables generated without being asked for: all of
 /// them together cost far less than one table of one more piece, which
@@ -46,10 +51,33 @@ impl Material {
         Some(Material::new(side(w)?, side(b)?))
     }
 
-    /// Parses the name of a built-in table (3 to [`MAX_PIECES`] pieces, in
-    /// either colouring) into its canonical material.
+    /// Parses the name of a built-in table (in either colouring, see
+    /// [`Material::is_builtin`]) into its canonical material.
     pub fn parse_table(name: &str) -> Option<Material> {
-        Material::parse(name).filter(|m| (3..=MAX_PIECES).contains(&m.pieces())).map(|m| m.canonical())
+        Material::parse(name).filter(Material::is_builtin).map(|m| m.canonical())
+    }
+
+    /// Whether this material has a built-in table: every material of 3 to
+    /// [`MAX_PIECES_ALL`] pieces, and of [`MAX_PIECES`] pieces four identical
+    /// pieces, none a pawn, against a bare king (KQQQQvK, KRRRRvK, KBBBBvK,
+    /// KNNNNvK). Those four have one combination digit for their four men,
+    /// so their index (2 × 462 × C(64, 4) = 587,087,424 positions) fits the
+    /// 32-bit index and their generation a machine of a few GiB; any other
+    /// 6-piece index takes at least 4 times as many positions (KNNNvKN) and
+    /// most more than 2³² (KRBvKRN: 15.5 G).
+    pub fn is_builtin(&self) -> bool {
+        match self.pieces() {
+            3..=MAX_PIECES_ALL => true,
+            MAX_PIECES => {
+                let (many, none) = if self.white.len() >= self.black.len() {
+                    (&self.white, &self.black)
+                } else {
+                    (&self.black, &self.white)
+                };
+                none.is_empty() && many[0] != Role::Pawn && many.iter().all(|&r| r == many[0])
+            }
+            _ => false,
+        }
     }
 
     /// Pieces on the board, kings included.
@@ -93,7 +121,7 @@ impl Material {
     }
 
     /// Dense id (below [`NUMBER_OF_IDS`]) of any material with at most
-    /// three pieces per side.
+    /// three pieces per side, or four against none.
     pub fn id(&self) -> usize {
         id_of(&self.white, &self.black)
     }
@@ -144,19 +172,26 @@ impl Material {
 }
 
 /// Ids: three digits per side, one per piece (roles are 1..=5, 0 for no
-/// piece), strongest first.
-pub const NUMBER_OF_IDS: usize = 6usize.pow(6);
+/// piece), strongest first; after those, four digits for four pieces of
+/// White against none.
+pub const NUMBER_OF_IDS: usize = 6usize.pow(6) + 6usize.pow(4);
 
-/// [`Material::id`] of sides already sorted strongest first.
+/// [`Material::id`] of sides already sorted strongest first (four pieces
+/// only for White, against none).
 pub fn id_of(white: &[Role], black: &[Role]) -> usize {
+    let side = |v: &[Role], k: usize| (0..k).fold(0, |acc, i| acc * 6 + v.get(i).map_or(0, |&r| r as usize));
+    if white.len() == 4 {
+        debug_assert!(black.is_empty());
+        return 6usize.pow(6) + side(white, 4);
+    }
     debug_assert!(white.len() <= 3 && black.len() <= 3);
-    let side = |v: &[Role]| (0..3).fold(0, |acc, i| acc * 6 + v.get(i).map_or(0, |&r| r as usize));
-    side(white) * 216 + side(black)
+    side(white, 3) * 216 + side(black, 3)
 }
 
 const ROLES: [Role; 5] = [Role::Queen, Role::Rook, Role::Bishop, Role::Knight, Role::Pawn];
 
-/// Every canonical material with 3..=`max_pieces` pieces, in an order where
+/// Every canonical material with 3..=`max_pieces` pieces that has a built-in
+/// table ([`Material::is_builtin`]), in an order where
 /// each table comes after all tables it depends on (captures reduce the
 /// piece count; promotions reduce the pawn count).
 pub fn all_materials(max_pieces: usize) -> Vec<Material> {
@@ -181,7 +216,7 @@ pub fn all_materials(max_pieces: usize) -> Vec<Material> {
             for w in &ws {
                 for b in &bs {
                     let m = Material::new(w.clone(), b.clone());
-                    if m.is_canonical() && !out.contains(&m) {
+                    if m.is_canonical() && m.is_builtin() && !out.contains(&m) {
                         out.push(m);
                     }
                 }
@@ -235,6 +270,27 @@ mod tests {
         let five = all_materials(5);
         assert_eq!(five.len(), 35 + 110);
         assert!(five.iter().any(|m| m.name() == "KRBvKQ") && five.iter().any(|m| m.name() == "KPPPvK"));
+        // Of 6 pieces, four identical pieces against a bare king.
+        let six: Vec<String> = all_materials(6).iter().filter(|m| m.pieces() == 6).map(Material::name).collect();
+        assert_eq!(six, ["KQQQQvK", "KRRRRvK", "KBBBBvK", "KNNNNvK"]);
+        assert_eq!(all_materials(6).len(), five.len() + 4);
+        for (name, builtin) in [
+            ("KNNNNvK", true),
+            ("KKNNNN", false),
+            ("KvKQQQQ", true),
+            ("KPPPPvK", false),
+            ("KRBvKRN", false),
+            ("KNNNvKN", false),
+            ("KRRRNvK", false),
+            ("KQQQQQvK", false),
+            ("KvK", false),
+        ] {
+            assert_eq!(Material::parse(name).is_some_and(|m| m.is_builtin()), builtin, "{name}");
+        }
+        assert_eq!(Material::parse_table("KvKNNNN").map(|m| m.name()).as_deref(), Some("KNNNNvK"));
+        let with_six: std::collections::HashSet<usize> = all_materials(6).iter().map(Material::id).collect();
+        assert_eq!(with_six.len(), five.len() + 4);
+        assert!(with_six.iter().all(|&i| i < NUMBER_OF_IDS));
         let ids: std::collections::HashSet<usize> = five.iter().map(Material::id).collect();
         assert_eq!(ids.len(), five.len());
         assert!(ids.iter().all(|&i| i < NUMBER_OF_IDS));

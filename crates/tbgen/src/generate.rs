@@ -1232,7 +1232,9 @@ mod tests {
         /// and White's piece on `sq`.
         fn at(table: &(Layout, Generated), sq: [u8; 3], turn: Color) -> Values {
             let (l, g) = table;
-            let i = l.index(&Pos { sq: [sq[0], sq[1], sq[2], NONE, NONE], turn });
+            let mut all = [NONE; crate::index::MAX_MEN];
+            all[..3].copy_from_slice(&sq);
+            let i = l.index(&Pos { sq: all, turn });
             Values { dtz: g.dtz[i as usize], dtm: g.dtm[i as usize], dtm50: g.dtm50.as_ref().unwrap().at_clock(i, 0) }
         }
 
