@@ -197,8 +197,9 @@ pub async fn tables(State(state): State<AppState>, format: Format) -> Response {
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[into_params(parameter_in = Query)]
 pub(crate) struct MaterialQuery {
-    /// A table name: white's pieces, `v`, black's, kings included, 3 to 5
-    /// pieces in all (e.g. `KRBvKQ`; either colouring). Required.
+    /// A table name: white's pieces, `v`, black's, kings included (e.g.
+    /// `KRBvKQ`; either colouring): any of 3 to 5 pieces, or four identical
+    /// pieces against a bare king (`KNNNNvK`). Required.
     #[param(required = true, example = "KRBvKQ")]
     material: Option<String>,
 }
@@ -223,12 +224,14 @@ pub(crate) struct GenerationStatus {
 
 fn material_param(query: Result<Query<MaterialQuery>, QueryRejection>) -> Result<crate::builtin::Material, ApiError> {
     use crate::builtin::Material;
-    use tbformat::material::MAX_PIECES;
     let Query(query) = query.map_err(|e| ApiError::InvalidParameter { name: "query", reason: e.body_text() })?;
     let name = query.material.ok_or(ApiError::MissingParameter("material"))?;
     Material::parse_table(&name).ok_or_else(|| ApiError::InvalidParameter {
         name: "material",
-        reason: format!("{name:?} is not a table name like KRBvKQ with 3 to {MAX_PIECES} pieces"),
+        reason: format!(
+            "{name:?} is not a built-in table: one of 3 to 5 pieces like KRBvKQ, or four identical pieces against a \
+             bare king like KNNNNvK"
+        ),
     })
 }
 
@@ -250,11 +253,11 @@ fn generation_status(
     Ok(response)
 }
 
-/// Generates the built-in table of a material (up to 5 pieces) and every
+/// Generates the built-in table of a material (see `material`) and every
 /// table it converts into, in the background. Answers at once: 202 with
 /// the tables still to come and a rough time, or 200 when all are ready.
-/// Tables of 5 pieces take minutes each (and several GiB while they are
-/// generated); probes never start that work unasked. An operator action:
+/// Tables of 5 pieces take minutes each and several GiB while they are
+/// generated, those of 6 pieces about 10 GiB; probes never start that work unasked. An operator action:
 /// it needs the admin token where one is configured, and comes only from
 /// the server's own machine where none is. Refused before any work starts
 /// when the tables would not fit the memory or disk this server may use,
