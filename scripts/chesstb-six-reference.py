@@ -7,7 +7,8 @@ fields of `shared/reference/chesstb-positions-5.jsonl`.
     scripts/chesstb-six-reference.py PROBE_FEN TABLE_DIR COUNT SEED > out.jsonl
 
 TABLE_DIR holds `wdl/ dtz/ dtm/ dtm50/` with KNNNNK and the tables it
-converts into (KNNNK, KNNK, KNK). Positions: the kings apart, four white
+converts into (KNNNK, KNNK, KNK). Without KNNNNK's DTM50 file, `dtm50` is
+null. Positions: the kings apart, four white
 knights on random empty squares, a random side to move, kept when the side
 not to move is not in check; a random half-move clock in 0..=99 (one in
 four 0). Uses the standard library only.
@@ -78,14 +79,18 @@ def parse(output):
             continue
         fields = dict(f.split("=", 1) for f in line[len("result:"):].split())
         dtc_class, dtc_order, dtc_value = fields["dtc"].split("/")
-        m_class, m_plies = fields["dtm50"].split("/")
+        # The prober leaves DTM50 out when the directory has no DTM50 file.
+        dtm50 = None
+        if "dtm50" in fields:
+            m_class, m_plies = fields["dtm50"].split("/")
+            dtm50 = {"class": m_class, "plies": None if m_class == "DRAW" else int(m_plies)}
         results.append(
             {
                 "wdl": fields["wdl"],
                 "dtz_plies": int(fields["dtz"]),
                 "dtc": {"class": dtc_class, "order": int(dtc_order), "value": int(dtc_value)},
                 "dtm_plies": int(fields["dtm"]),
-                "dtm50": {"class": m_class, "plies": None if m_class == "DRAW" else int(m_plies)},
+                "dtm50": dtm50,
             }
         )
     return results
