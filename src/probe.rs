@@ -361,7 +361,10 @@ fn missing_names(tb: &Tablebases, pos: &Chess) -> String {
                 "{key}.rtbw, {key}.rtbz (tbserver download syzygy --material {key} --to DIR, then SIGHUP)"
             )),
             Source::Gaviota => names.push(format!("{}.gtb.cp4", key.replace('v', "").to_lowercase())),
-            Source::Builtin => names.push(format!("{key} (built-in, up to 4 pieces)")),
+            Source::Builtin => names.push(match tbformat::material::Material::parse(&key) {
+                Some(m) if m.is_builtin() => format!("{key} (built-in, made by `tbserver generate {key}`)"),
+                _ => format!("{key} (beyond the built-in generator)"),
+            }),
             Source::Chesstb => names.push(format!("{} (chesstb)", crate::sources::chesstb::file_stem(pos.board()))),
             Source::Rules => {}
         }

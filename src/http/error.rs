@@ -30,7 +30,7 @@ pub enum ApiError {
     /// The position's material has tables, but none with exact DTM50 (the
     /// clock chart needs it).
     #[error(
-        "no DTM50 table covers {material}: exact DTM50 comes from built-in tables (up to 4 pieces; 5 once generated) and chesstb tables"
+        "no DTM50 table covers {material}: exact DTM50 comes from built-in tables (up to 4 pieces, larger ones once an operator generates them) and chesstb tables"
     )]
     NoDtm50Table { material: String },
     #[error("{0}")]
