@@ -13,7 +13,11 @@
 # In each pass, at 64 connections and then at 1, ROUNDS rounds of DURATION
 # seconds per target, the order of the targets rotating each round, so that
 # the machine's drift hits all alike. Targets: lila's /standard, tbserver's
-# /standard, and tbserver's own /api/v1/probe in JSON and in CBOR.
+# /standard, and tbserver's own /api/v1/probe in JSON and in CBOR, from a
+# server in the README's configuration (Syzygy plus the built-in tables,
+# `lazy`, the 35 tables of up to 4 pieces on disk in BUILTIN_DIR, generated
+# there first if missing); tb-standard-off is /standard from a second
+# tbserver with the built-in tables off, for comparison.
 # Prints per target the medians of: the server's CPU time per request (user +
 # system from /proc/PID/stat over the run, divided by the answers: the cost,
 # steadier than req/s on a shared machine), req/s, p50 and p99; then each
@@ -21,36 +25,44 @@
 # (lila ÷ tbserver, above 1: tbserver cheaper), req/s and p50.
 #
 #   LILA_TABLEBASE=/path/to/lila-tablebase scripts/bench-vs-lichess.sh
-#   TBSERVER=target/release/tbserver ...   # default: target/dist/tbserver
-#   DURATION=3 ROUNDS=4 (defaults; about 5 minutes)   PASSES="cached uncached"
-#   CONNECTIONS="64 1"                    TARGETS="lila tb-standard tb-probe tb-probe-cbor"
+#   TBSERVER=target/dist/tbserver ...     # default: target/release/tbserver (the README's build)
+#   DURATION=3 ROUNDS=4 (defaults; about 6 minutes)   PASSES="cached uncached"
+#   CONNECTIONS="64 1"   TARGETS="lila tb-standard tb-standard-off tb-probe tb-probe-cbor"
+#   BUILTIN_DIR=target/bench-builtin
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${LILA_TABLEBASE:?LILA_TABLEBASE=path to a lila-tablebase binary (docs/performance.md)}"
-TBSERVER=${TBSERVER:-target/dist/tbserver}
+TBSERVER=${TBSERVER:-target/release/tbserver}
 DURATION=${DURATION:-3}
 ROUNDS=${ROUNDS:-4}
 PASSES=${PASSES:-cached uncached}
 CONNECTIONS=${CONNECTIONS:-64 1}
-TARGETS=${TARGETS:-lila tb-standard tb-probe tb-probe-cbor}
+TARGETS=${TARGETS:-lila tb-standard tb-standard-off tb-probe tb-probe-cbor}
 TB_PORT=${TB_PORT:-9321}
 LILA_PORT=${LILA_PORT:-9322}
+TB_OFF_PORT=${TB_OFF_PORT:-9323}
+BUILTIN_DIR=${BUILTIN_DIR:-target/bench-builtin}
 SYZYGY=${TBSERVER_SHARED_DIR:-../shared}/tables/syzygy
 FENS=bench/fens-5piece-200.txt
 command -v wrk >/dev/null || { echo "wrk not installed: apt-get install -y wrk" >&2; exit 1; }
 for bin in "$LILA_TABLEBASE" "$TBSERVER"; do
   [ -x "$bin" ] || { echo "$bin: no such executable" >&2; exit 1; }
 done
-for port in "$TB_PORT" "$LILA_PORT"; do
+for port in "$TB_PORT" "$LILA_PORT" "$TB_OFF_PORT"; do
   if curl -s -o /dev/null "http://127.0.0.1:$port/"; then echo "port $port is taken" >&2; exit 1; fi
 done
 
-tb_pid='' lila_pid='' config=$(mktemp)
+tb_pid='' tb_off_pid='' lila_pid='' config=$(mktemp) config_off=$(mktemp)
 stop_servers() {
-  for pid in $tb_pid $lila_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
-  tb_pid='' lila_pid=''
+  for pid in $tb_pid $tb_off_pid $lila_pid; do kill "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true; done
+  tb_pid='' tb_off_pid='' lila_pid=''
 }
-trap 'stop_servers; rm -f "$config"' EXIT
+trap 'stop_servers; rm -f "$config" "$config_off"' EXIT
+
+# The README's configuration has the 3-4-piece built-in tables on disk.
+if [ "$(ls "$BUILTIN_DIR"/*.tbsb 2>/dev/null | wc -l)" -lt 35 ]; then
+  "$TBSERVER" generate --pieces 4 --out "$BUILTIN_DIR"
+fi
 
 wait_ready() { # url pid
   for _ in $(seq 200); do
@@ -68,24 +80,29 @@ listen = "127.0.0.1:$TB_PORT"
 syzygy = ["$SYZYGY"]
 cache_entries = $1
 [builtin]
-mode = "off"
+mode = "lazy"
+dir = "$BUILTIN_DIR"
 CONF
+  sed -e "s/:$TB_PORT/:$TB_OFF_PORT/" -e '/^dir =/d' -e 's/^mode = "lazy"/mode = "off"/' "$config" > "$config_off"
   RUST_LOG=warn "$TBSERVER" serve --config "$config" &
   tb_pid=$!
+  RUST_LOG=warn "$TBSERVER" serve --config "$config_off" &
+  tb_off_pid=$!
   # lila's answer cache is off only with --cache 0; any other size holds
   # the 200 answers.
   local lila_cache=$(( $1 > 0 ? 20000 : 0 ))
   RUST_LOG=warn "$LILA_TABLEBASE" --standard "$SYZYGY" --mmap --cache "$lila_cache" --bind "127.0.0.1:$LILA_PORT" &
   lila_pid=$!
   wait_ready "http://127.0.0.1:$TB_PORT/readyz" "$tb_pid"
+  wait_ready "http://127.0.0.1:$TB_OFF_PORT/readyz" "$tb_off_pid"
   wait_ready "http://127.0.0.1:$LILA_PORT/standard?fen=8/8/8/8/8/2k5/8/R3K3_w_-_-_0_1" "$lila_pid"
 }
 
 # target -> base URL, route, Accept header, server PID
-url() { case $1 in lila) echo "http://127.0.0.1:$LILA_PORT" ;; *) echo "http://127.0.0.1:$TB_PORT" ;; esac; }
-route() { case $1 in lila | tb-standard) echo /standard ;; *) echo /api/v1/probe ;; esac; }
+url() { case $1 in lila) echo "http://127.0.0.1:$LILA_PORT" ;; tb-standard-off) echo "http://127.0.0.1:$TB_OFF_PORT" ;; *) echo "http://127.0.0.1:$TB_PORT" ;; esac; }
+route() { case $1 in lila | tb-standard | tb-standard-off) echo /standard ;; *) echo /api/v1/probe ;; esac; }
 accept() { case $1 in tb-probe-cbor) echo application/cbor ;; *) echo application/json ;; esac; }
-pid_of() { case $1 in lila) echo "$lila_pid" ;; *) echo "$tb_pid" ;; esac; }
+pid_of() { case $1 in lila) echo "$lila_pid" ;; tb-standard-off) echo "$tb_off_pid" ;; *) echo "$tb_pid" ;; esac; }
 
 enc() { sed -e 's/ /_/g' <<<"$1"; }
 # Every FEN once per target: each must answer 200 (and is cached, where a

@@ -33,20 +33,19 @@ pub struct Tablebases {
     sources: Vec<Arc<dyn TableSource>>,
     /// Answered probes by source, table and metric (for `/prometheus`).
     pub probes: ProbeCounts,
-    /// Every source probes memory-mapped tables only.
-    memory_only: bool,
 }
 
 impl Tablebases {
     pub fn new(sources: Vec<Arc<dyn TableSource>>) -> Tablebases {
-        let memory_only = sources.iter().all(|s| s.probes_memory_only());
-        Tablebases { sources, probes: ProbeCounts::default(), memory_only }
+        Tablebases { sources, probes: ProbeCounts::default() }
     }
 
-    /// Whether every probe reads memory-mapped tables only, with a bounded
-    /// amount of work ([`TableSource::probes_memory_only`]).
-    pub fn probes_memory_only(&self) -> bool {
-        self.memory_only
+    /// Whether answering `pos` (its values and its moves') might wait for
+    /// a file read, a table to open or to be generated in some source
+    /// ([`TableSource::may_block`]); if not, the answer is bounded work on
+    /// memory and may be computed on an async thread.
+    pub fn may_block(&self, pos: &Chess) -> bool {
+        self.sources.iter().any(|s| s.may_block(pos))
     }
 
     /// Most pieces any source covers.

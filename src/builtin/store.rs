@@ -294,6 +294,10 @@ struct Inner {
     /// The most pieces of a table beyond that which was on disk at start
     /// or has been asked for (0 if none): lookups may find such tables.
     beyond_lazy: AtomicUsize,
+    /// The most pieces up to which every table a lookup may need (all
+    /// materials up to `lazy_max_pieces`) is ready, 2 while some 3-piece
+    /// table is not; see [`Store::answers_from_memory`].
+    ready_through: AtomicUsize,
     /// Set once each, when the table is ready: opened or generated. Read
     /// without locking; never initialized by a waiting call. Failures are
     /// kept by the queue (they may be retried).
@@ -344,6 +348,7 @@ impl Store {
                 waiting: Waiting::Block,
                 lazy_max_pieces: material::DEFAULT_PIECES,
                 beyond_lazy: AtomicUsize::new(0),
+                ready_through: AtomicUsize::new(2),
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
                 queue: Mutex::new(Queue::default()),
                 caps: Caps::default(),
@@ -382,6 +387,37 @@ impl Store {
     pub(crate) fn max_pieces(&self) -> usize {
         let i = &self.inner;
         i.lazy_max_pieces.max(i.beyond_lazy.load(Ordering::SeqCst))
+    }
+
+    /// Whether every table a probe of `pos` and of its children (one move
+    /// on) may read is open already: a lookup then reads mapped memory and
+    /// at most decodes a block, bounded work that never waits for a file
+    /// to be opened or a table to be generated. Cheap: a few atomic loads.
+    /// Pawnless positions with their own table open need only the tables
+    /// one piece smaller; with pawns, a promotion may reach any table of as
+    /// many pieces.
+    pub(crate) fn answers_from_memory(&self, pos: &shakmaty::Chess) -> bool {
+        use shakmaty::Position;
+        let i = &self.inner;
+        let pieces = pos.board().occupied().count();
+        let reach = self.max_pieces();
+        // The most pieces of a table a probe of `pos` or of a child may read.
+        let needed = if pieces <= reach {
+            pieces
+        } else if pieces - 1 <= reach {
+            pieces - 1
+        } else {
+            return true;
+        };
+        let through = i.ready_through.load(Ordering::Acquire);
+        if needed <= through {
+            return true;
+        }
+        let pawnless = pos.board().pawns().is_empty();
+        pieces == needed
+            && pawnless
+            && pieces - 1 <= through
+            && board_of(pos).and_then(|b| material_id(&b).0).is_some_and(|id| i.tables[id].get().is_some())
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Inner)) -> Store {
@@ -709,6 +745,20 @@ impl Inner {
         self.tables[m.id()].get()
     }
 
+    /// Raises `ready_through` to the most pieces up to which every material
+    /// is ready (a few hundred lock-free reads, once per table settled).
+    fn note_ready(&self) {
+        let all = material::all_materials(self.lazy_max_pieces);
+        let mut through = 2;
+        for pieces in 3..=self.lazy_max_pieces {
+            if !all.iter().filter(|m| m.pieces() == pieces).all(|m| self.ready(m).is_some()) {
+                break;
+            }
+            through = pieces;
+        }
+        self.ready_through.fetch_max(through, Ordering::AcqRel);
+    }
+
     /// `m`'s outcome: ready, or why its last attempt failed. `None`: not
     /// settled yet.
     fn outcome(&self, q: &Queue, m: &Material) -> Option<Result<&Arc<Table>, Unavailable>> {
@@ -822,6 +872,7 @@ impl Inner {
             Ok(t) => {
                 let _ = self.tables[m.id()].set(t);
                 q.forget_failure(m);
+                self.note_ready();
             }
             Err(why) => {
                 tracing::error!(table = %m.name(), "built-in table unavailable: {why}");
@@ -1389,6 +1440,34 @@ mod tests {
     use std::io::Write;
 
     use super::*;
+
+    /// A position is answered from memory once every table its probe and
+    /// its children's may read is open, not before.
+    #[test]
+    fn answers_from_memory_once_the_tables_it_needs_are_open() {
+        use shakmaty::{CastlingMode, Chess, fen::Fen};
+        let dir = std::env::temp_dir().join(format!("tbserver-store-from-memory-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        let store = Store::new(&dir, true).with_lazy_max_pieces(3);
+        let pos = |fen: &str| -> Chess { fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap() };
+        let (krk, krkn, five) = (
+            pos("8/8/8/4k3/8/8/8/R3K3 w - - 0 1"),
+            pos("8/8/8/4k3/8/8/3n4/R3K3 w - - 0 1"),
+            pos("8/8/8/4k3/8/2n5/3n4/R3K1R1 w - - 0 1"),
+        );
+        assert!(!store.answers_from_memory(&krk) && !store.answers_from_memory(&krkn));
+        // Beyond reach and one capture from it: nothing of this store is read.
+        assert!(store.answers_from_memory(&five));
+        store.table(&Material::parse("KRvK").unwrap()).unwrap();
+        // KRvK's moves reach KRvK or bare kings; KRvKN's captures any 3-piece table.
+        assert!(store.answers_from_memory(&krk));
+        assert!(!store.answers_from_memory(&krkn));
+        for m in material::all_materials(3) {
+            store.table(&m).unwrap();
+        }
+        assert!(store.answers_from_memory(&krkn));
+        let _ = fs::remove_dir_all(&dir);
+    }
 
     /// A directory that cannot be written to still gets its tables, held
     /// in memory, the same bytes as a file would hold.

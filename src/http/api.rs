@@ -74,7 +74,7 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
         return Err(ApiError::BatchTooLarge { size: request.fens.len(), max });
     }
     let answer = state
-        .compute(Endpoint::Batch, None, move |shared| {
+        .compute(Endpoint::Batch, None, false, move |shared| {
             let results: Vec<BatchItem> = request
                 .fens
                 .iter()

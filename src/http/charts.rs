@@ -51,7 +51,7 @@ pub async fn dtm50_by_clock(State(state): State<AppState>, request: FenRequest) 
 pub async fn dtm50_chart_svg(State(state): State<AppState>, request: FenRequest) -> Result<Response, ApiError> {
     let pos = request.position()?;
     let chart = state
-        .run_probe(Endpoint::Dtm50ByClock, move |shared| {
+        .run_probe(Endpoint::Dtm50ByClock, false, move |shared| {
             Ok::<_, ApiError>(clock_chart::dtm50_by_clock(&shared.tablebases(), &pos)?)
         })
         .await?;
@@ -79,7 +79,7 @@ fn material_of(name: &str) -> Result<Material, ApiError> {
 async fn stats_of(state: &AppState, name: String) -> Result<std::sync::Arc<TableStats>, ApiError> {
     let material = material_of(&name)?;
     state
-        .run_probe(Endpoint::Stats, move |shared| {
+        .run_probe(Endpoint::Stats, false, move |shared| {
             let tb = shared.tablebases();
             match tb.table_stats(&material) {
                 Ok(Some(stats)) => Ok(stats.value),

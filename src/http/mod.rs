@@ -181,6 +181,7 @@ impl Shared {
         self: &Arc<Self>,
         endpoint: Endpoint,
         key: Option<String>,
+        inline: bool,
         work: impl Fn(&Shared) -> Result<Encoded, ApiError> + Send + Sync + 'static,
     ) -> Result<Encoded, ApiError> {
         let generation = self.generation.load(Ordering::SeqCst);
@@ -200,7 +201,7 @@ impl Shared {
         let mut generated = self.tablebases().generated();
         let computed = loop {
             let work = Arc::clone(&work);
-            match (self.run_probe(endpoint, move |shared| work(shared)).await, generated.as_mut()) {
+            match (self.run_probe(endpoint, inline, move |shared| work(shared)).await, generated.as_mut()) {
                 (Err(ApiError::Generating(progress)), Some(ready)) => {
                     match tokio::time::timeout_at(deadline, ready.changed()).await {
                         Ok(Ok(())) => continue,
@@ -216,11 +217,14 @@ impl Shared {
         Ok(computed)
     }
 
-    /// One try of `work`, holding a probe slot: on a blocking thread, or
-    /// on this async thread when [`Shared::inline_slot`] allows it.
+    /// One try of `work`, holding a probe slot: on a blocking thread, or,
+    /// for `inline` work (one position whose tables are all in memory:
+    /// [`Tablebases::may_block`]), on this async thread when
+    /// [`Shared::inline_slot`] allows it.
     async fn run_probe<T: Send + 'static>(
         self: &Arc<Self>,
         endpoint: Endpoint,
+        inline: bool,
         work: impl FnOnce(&Shared) -> Result<T, ApiError> + Send + 'static,
     ) -> Result<T, ApiError> {
         let _permit = {
@@ -228,7 +232,8 @@ impl Shared {
             self.probe_slot().await?
         };
         let span = tracing::debug_span!("probe", endpoint = ?endpoint);
-        if endpoint.probes_one_position()
+        if inline
+            && endpoint.probes_one_position()
             && let Some(_inline) = self.inline_slot()
         {
             return span.in_scope(|| work(self));
@@ -240,8 +245,7 @@ impl Shared {
     }
 
     /// Leave to run one position's probes on the async thread that has the
-    /// request, when they only read memory-mapped tables (even a full
-    /// 5-piece answer is short work). Handing them to a blocking thread and
+    /// request (even a full 5-piece answer from memory is short work). Handing them to a blocking thread and
     /// back costs two thread wake-ups, a sizeable share of that work, more
     /// when the threads are idle (docs/performance.md). At most one async
     /// thread fewer than there are is lent at once, never waiting for one,
@@ -249,9 +253,7 @@ impl Shared {
     /// that need no probe.
     fn inline_slot(&self) -> Option<InlineSlot<'_>> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
-        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread
-            || !self.tablebases().probes_memory_only()
-        {
+        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
             return None;
         }
         let lendable = runtime.metrics().num_workers().saturating_sub(1);
@@ -531,8 +533,9 @@ where
     let key = normalized_fen(&pos);
     // Without a response cache the answer is sent once, in one format.
     let (cached, format) = (state.cache.is_some(), request.format);
+    let inline = !state.tablebases().may_block(&pos);
     let encoded = state
-        .compute(endpoint, Some(key), move |shared| {
+        .compute(endpoint, Some(key), inline, move |shared| {
             let answer = work(&shared.tablebases(), &pos)?;
             Ok(if cached { answer.encode() } else { answer.encode_only(format) })
         })

@@ -134,6 +134,10 @@ impl TableSource for BuiltinSource {
         self.store.as_ref().map_or(0, |s| s.max_pieces())
     }
 
+    fn may_block(&self, pos: &Chess) -> bool {
+        self.store.as_ref().is_some_and(|s| !s.answers_from_memory(pos))
+    }
+
     fn probe_wdl(&self, pos: &Chess) -> ProbeResult<Wdl> {
         Ok(self.values(pos)?.map(|(dtz, _)| value::wdl50(dtz)))
     }

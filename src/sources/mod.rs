@@ -99,6 +99,16 @@ pub trait TableSource: Send + Sync {
         false
     }
 
+    /// Whether probing `pos` and its children (one move on) might wait:
+    /// for a file to be read, a table to be opened or generated. `false`
+    /// lets the position be answered on the async thread that has the
+    /// request. By default: unless [`TableSource::probes_memory_only`],
+    /// whenever the position or a child is within this source's reach.
+    fn may_block(&self, pos: &Chess) -> bool {
+        use shakmaty::Position;
+        !self.probes_memory_only() && pos.board().occupied().count() <= self.max_pieces() + 1
+    }
+
     /// WDL50 as if the half-move clock were 0.
     fn probe_wdl(&self, _pos: &Chess) -> ProbeResult<Wdl> {
         Ok(None)
