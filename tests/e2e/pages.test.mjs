@@ -62,7 +62,7 @@ const urlFen = (page) => (new URL(page.url()).searchParams.get('fen') || '').rep
 // the server starts with an empty built-in cache, so the first KBNvK probe
 // waits for three tables.
 async function waitReady(page) {
-  await page.waitForFunction(() => document.body.dataset.state === 'ready' || document.body.dataset.state === 'error', null, { timeout: 60000 });
+  await page.waitForFunction(() => ['ready', 'error', 'uncovered'].includes(document.body.dataset.state), null, { timeout: 60000 });
 }
 
 async function loadFen(page, fen) {
@@ -283,6 +283,37 @@ test('generating is for operators: the offer asks for the admin token, or is not
       assert.deepEqual(posted, ['Bearer not-the-token-0123456789']);
       assert.equal(await page.isEnabled('#btn-generate'), true, 'the visitor may try again');
     }
+    await page.close();
+  }
+});
+
+test('a position no table covers is explained in words, with what its moves reach', async () => {
+  // KBNvKR: no Syzygy, Gaviota, chesstb or built-in table here. Rxd3 reaches
+  // KNvKR, which the tables cover (a draw); every other move stays in KBNvKR.
+  const fen = '3r3k/8/8/8/8/3B1N2/8/2K5 b - - 0 1';
+  for (const [viewport, shot] of [[DESKTOP, 'probe-uncovered-desktop.png'], [PHONE, 'probe-uncovered-phone.png']]) {
+    const page = await newPage(viewport);
+    await loadFen(page, fen);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'uncovered');
+    assert.match(await page.textContent('#verdict'), /Not in the tables here.*No table on this server covers KBNvKR/);
+    const facts = await page.textContent('#facts');
+    assert.match(facts, /KBNvKR \(5 pieces\), Black to move/);
+    assert.match(facts, /not installed on this server/);
+    assert.match(facts, /built-in table this server can generate/);
+    assert.equal(await page.isVisible('#message'), false, 'no API text');
+    const text = await page.textContent('main');
+    assert.doesNotMatch(text, /Server:|\/api\/v1|POST|too_many_pieces/, 'no API text on the page');
+    const rows = await page.$$eval('#moves tbody tr', (trs) => trs.map((tr) => [tr.dataset.uci, tr.dataset.category, tr.textContent]));
+    assert.ok(rows.length >= 5, `the legal moves are listed: ${JSON.stringify(rows)}`);
+    assert.deepEqual(rows[0].slice(0, 2), ['d8d3', 'draw'], 'the capture into KNvKR first, a draw');
+    assert.match(rows[0][2], /Rxd3.*draws/);
+    // The rest stay in KBNvKR: not in the tables, unless White can then
+    // take the rook into a won KBNvK, which Syzygy's capture search sees.
+    const rest = rows.slice(1);
+    assert.ok(rest.some((r) => /not in the tables here/.test(r[2])), JSON.stringify(rest));
+    assert.ok(rest.every((r) => /not in the tables here/.test(r[2]) || r[1] === 'loss'), JSON.stringify(rest));
+    await page.screenshot({ path: SHOTS + shot, fullPage: true });
+    assert.deepEqual(page.problems, []);
     await page.close();
   }
 });

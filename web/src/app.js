@@ -247,6 +247,13 @@ async function probe(fen, refresh = false) {
   showProgress(null);
   if (!res.ok || !body || body.error) {
     const err = body && body.error ? body.error : { code: 'http_' + res.status, message: `The server answered with status ${res.status}.` };
+    if (err.code === 'too_many_pieces' || err.code === 'missing_table') {
+      await showUncovered(fen, err.code, seq);
+      if (seq !== state.probeSeq) return;
+      document.body.dataset.state = 'uncovered';
+      if (!refresh) offerGeneration(fen, seq);
+      return;
+    }
     showMessage(errorText(err));
     setVerdict('unknown', errorTitle(err.code));
     document.body.dataset.state = 'error';
@@ -266,6 +273,113 @@ async function probe(fen, refresh = false) {
   await showStatsLink(body, seq);
   document.body.dataset.state = pending.length ? 'pending' : 'ready';
   if (!refresh && !exactDtm50(body)) offerGeneration(fen, seq);
+}
+
+// ------------------------------------------------- positions no table covers
+
+/** Most pieces (kings included) any endgame tablebase covers. */
+const TABLEBASE_MAX_PIECES = 7;
+
+/**
+ * A position no table here covers (too many pieces, or its table is not
+ * installed): says so in words, what would answer it, and what the tables
+ * still know about its moves: the positions after each legal move are
+ * probed in one batch, and a capture often reaches a table that is there.
+ * The DTM50 analysis stays on offer: it searches with the tables it reaches.
+ */
+async function showUncovered(fen, code, seq) {
+  const material = materialOf(fen);
+  const pieces = fenFields(fen).board.replace(/[^a-zA-Z]/g, '').length;
+  const name = material || 'this material';
+  setVerdict('unknown', 'Not in the tables here', `No table on this server covers ${name}.`);
+  showMessage(null);
+  const facts = $('facts');
+  facts.textContent = '';
+  const f = fenFields(fen);
+  addFact(facts, 'Material', `${name} (${plural(pieces, 'piece')}), ${sideName(f.turn)} to move, half-move clock ${f.halfmove}`);
+  addFact(
+    facts,
+    'Why',
+    code === 'missing_table'
+      ? `The table for ${name} is not installed on this server.`
+      : `The tables on this server stop short of ${plural(pieces, 'piece')} for ${name}.`,
+  );
+  addFact(
+    facts,
+    'What would answer it',
+    pieces <= GENERATE_MAX_PIECES
+      ? `A built-in table this server can generate from scratch (exact WDL, DTZ, DTM and DTM50), or Syzygy or chesstb files the operator installs.`
+      : pieces <= TABLEBASE_MAX_PIECES
+        ? `Syzygy tables (win, draw or loss and DTZ, up to 7 pieces) or chesstb tables (DTM and DTM50, up to 6), installed by the operator of this server.`
+        : `Nothing: no endgame tablebase covers more than ${TABLEBASE_MAX_PIECES} pieces.`,
+  );
+  addFact(facts, 'What still helps', 'The moves below, where they reach a covered table, and the DTM50 analysis further down, which searches for the fastest mate the 50-move rule allows.');
+  await showUncoveredMoves(fen, seq);
+}
+
+/** The legal moves of an uncovered position, each with its position's values where a table covers it. */
+async function showUncoveredMoves(fen, seq) {
+  const pos = positionOf(fen);
+  const tbody = $('moves').tBodies[0];
+  tbody.textContent = '';
+  if (!pos) return;
+  const moves = [];
+  for (const [from, tos] of pos.allDests()) {
+    for (const to of tos) {
+      const piece = pos.board.get(from);
+      const lastRank = to >> 3 === 0 || to >> 3 === 7;
+      const promotions = piece && piece.role === 'pawn' && lastRank ? ['queen', 'rook', 'bishop', 'knight'] : [undefined];
+      for (const promotion of promotions) {
+        const child = pos.clone();
+        const move = { from, to, promotion };
+        const capture = pos.board.has(to) || (piece && piece.role === 'pawn' && pos.epSquare === to);
+        const san = makeSanAndPlay(child, move);
+        const uci = makeSquare(from) + makeSquare(to) + (promotion ? promotion === 'knight' ? 'n' : promotion[0] : '');
+        moves.push({ uci, san, fen: makeFen(child.toSetup()), zeroing: capture || piece.role === 'pawn' });
+      }
+    }
+  }
+  let results = [];
+  try {
+    const res = await fetch('/api/v1/probe', {
+      method: 'POST',
+      headers: { accept: 'application/json', 'content-type': 'application/json' },
+      body: JSON.stringify({ fens: moves.map((m) => m.fen) }),
+    });
+    const body = await res.json().catch(() => null);
+    if (body && Array.isArray(body.results)) results = body.results;
+  } catch {
+    results = [];
+  }
+  if (seq !== state.probeSeq) return;
+  // A move's row holds its position's answer, as a probe answer's moves do.
+  const rows = moves.map((m, i) => {
+    const r = results[i];
+    if (!r || r.error) return { ...m, category: 'uncovered' };
+    return {
+      ...m,
+      category: r.category,
+      wdl50: r.wdl50,
+      dtz50: r.dtz50,
+      dtm: r.dtm,
+      dtm50: r.dtm50,
+      checkmate: r.checkmate,
+      stalemate: r.stalemate,
+      insufficient_material: r.insufficient_material,
+    };
+  });
+  const covered = rows.filter((m) => m.category !== 'uncovered');
+  const order = { win: 0, 'cursed-win': 1, 'maybe-win': 2, draw: 3, 'maybe-loss': 4, 'blessed-loss': 5, loss: 6, unknown: 7 };
+  const rank = (m) => (m.checkmate ? -1 : order[FLIP[m.category]] ?? 7);
+  covered.sort((a, b) => rank(a) - rank(b));
+  renderMoves({ moves: [...covered, ...rows.filter((m) => m.category === 'uncovered')] });
+  if (!covered.length) {
+    const tr = tbody.insertRow(0);
+    const td = tr.insertCell();
+    td.colSpan = 6;
+    td.className = 'muted';
+    td.textContent = 'No move reaches a table here either.';
+  }
 }
 
 // ------------------------------------------------- DTM50 by half-move clock
@@ -415,8 +529,11 @@ async function offerGeneration(fen, seq) {
     const p = body.progress;
     const minutes = Math.max(1, Math.round(p.estimated_remaining_s / 60));
     const tables = p.tables.length;
+    const uncovered = document.body.dataset.state === 'uncovered';
     $('gen-offer').querySelector('.gen-text').textContent =
-      `Exact DTM and DTM50 for ${body.material} need its built-in table, which this server has not generated. ` +
+      (uncovered
+        ? `A built-in table for ${body.material} would answer this position exactly; this server has not generated it. `
+        : `Exact DTM and DTM50 for ${body.material} need its built-in table, which this server has not generated. `) +
       `It can: ${tables} table${tables === 1 ? '' : 's'}, roughly ${minutes} min of work on the server; ` +
       'the values appear here when it is done.' +
       (body.access === 'token' ? ' Generating is for the operator: enter the admin token.' : '');
@@ -736,7 +853,7 @@ function moveResult(m) {
     case 'maybe-win': return 'maybe wins (50-move edge)';
     case 'maybe-loss': return 'maybe loses (50-move edge)';
     case 'draw': return 'draws';
-    default: return 'unknown';
+    default: return m.category === 'uncovered' ? 'not in the tables here' : 'unknown';
   }
 }
 
