@@ -108,6 +108,23 @@ impl BuiltinSource {
                 })
                 .expect("spawn thread");
         }
+        if config.mode != BuiltinMode::Startup {
+            // Tables already on disk are opened (mapped, their header read:
+            // milliseconds) in the background from the start, so that the
+            // positions they cover are answered inline from the first
+            // request on ([`Store::answers_from_memory`]).
+            let opener = Arc::clone(&store);
+            std::thread::Builder::new()
+                .name("builtin-open".into())
+                .spawn(move || {
+                    for m in builtin::all_materials(lazy) {
+                        if opener.find(&m).is_some() {
+                            let _ = opener.table(&m);
+                        }
+                    }
+                })
+                .expect("spawn thread");
+        }
         if read_only {
             report_missing(&store, lazy);
         }
