@@ -567,15 +567,31 @@ impl Store {
         Ok(())
     }
 
-    /// Table files in the directory (or the shipped one) that no probe has
-    /// opened yet, with their paths: found by name, not opened.
+    /// Table files in the directory (or the shipped one, where the own
+    /// directory has none of that name) that no probe has opened yet, with
+    /// their paths: found by name in one read of each directory, not opened.
     pub(crate) fn on_disk_unopened(&self) -> Vec<(Material, PathBuf)> {
         let inner = &self.inner;
-        material::all_materials(material::MAX_PIECES)
-            .into_iter()
-            .filter(|m| inner.ready(m).is_none())
-            .filter_map(|m| inner.find(&m).map(|path| (m, path)))
-            .collect()
+        let suffix = format!(".{}", format::EXTENSION);
+        let mut found: Vec<(Material, PathBuf)> = Vec::new();
+        for dir in std::iter::once(&inner.dir).chain(inner.shipped_dir.as_ref()) {
+            let Ok(entries) = fs::read_dir(dir) else { continue };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let Some(m) = name.to_str().and_then(|n| n.strip_suffix(&suffix)).and_then(Material::parse) else {
+                    continue;
+                };
+                if m.is_canonical()
+                    && m.is_builtin()
+                    && m.pieces() <= material::MAX_PIECES
+                    && inner.ready(&m).is_none()
+                    && !found.iter().any(|(f, _)| *f == m)
+                {
+                    found.push((m, entry.path()));
+                }
+            }
+        }
+        found
     }
 
     /// Checks a whole job before any of it starts (`tbserver generate`):
