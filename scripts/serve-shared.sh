@@ -2,7 +2,8 @@
 # starts the release build on 127.0.0.1:PORT with the shared Syzygy and
 # Gaviota tables (built-in tables off) and EXTRA top-level configuration
 # lines, waits until it is ready, stops it on exit, and sets $server to its
-# PID.
+# PID. The binary is taken from $CARGO_TARGET_DIR (default target); with
+# SERVER_NOFILE=N the server runs with a descriptor limit of N.
 start_tbserver() {
   local port=$1 cache_entries=$2 extra=${3:-} shared=${TBSERVER_SHARED_DIR:-../shared}
   if curl -s -o /dev/null "http://127.0.0.1:$port/healthz"; then
@@ -19,7 +20,9 @@ $extra
 [builtin]
 mode = "off"
 CONF
-  RUST_LOG=warn ./target/release/tbserver serve --config "$config" &
+  local limit=()
+  [ -n "${SERVER_NOFILE:-}" ] && limit=(prlimit "--nofile=$SERVER_NOFILE:$SERVER_NOFILE")
+  RUST_LOG=warn "${limit[@]}" "${CARGO_TARGET_DIR:-target}/release/tbserver" serve --config "$config" &
   server=$!
   # Wait for it to exit, so that a next run cannot meet it still draining.
   trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$config"' EXIT

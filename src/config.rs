@@ -3,7 +3,7 @@
 //! variables, then by command-line flags.
 
 use std::{
-    net::SocketAddr,
+    net::{IpAddr, SocketAddr},
     path::{Path, PathBuf},
 };
 
@@ -148,10 +148,36 @@ pub struct Limits {
     /// Time to answer a request (headers), in milliseconds; then 503
     /// `timeout`. Searches stop earlier, at `search.max_movetime_ms`.
     pub request_timeout_ms: u64,
-    /// Requests per second per client IP address (token bucket); 0 = no limit.
+    /// Requests per second per client (token bucket, every request alike);
+    /// 0 = no limit.
     pub rate_limit_per_second: f64,
     /// Requests a client may send at once before the rate applies.
     pub rate_limit_burst: u32,
+    /// Cost units per second each client's budget refills at (a probe of a
+    /// position costs 1; docs/operations.md lists the costs); beyond it,
+    /// 429 with `Retry-After`. 0 turns the budget off.
+    pub client_budget_per_second: f64,
+    /// Units a client may spend at once before the rate applies.
+    pub client_budget_burst: u32,
+    /// Clients never charged (networks, as `127.0.0.0/8`): by default this
+    /// machine's loopback addresses.
+    pub budget_exempt: Vec<IpNet>,
+    /// Reverse proxies whose `Forwarded` / `X-Forwarded-For` headers name
+    /// the client (networks, as `10.0.0.0/8`); from any other peer those
+    /// headers are ignored. Empty: every client is its peer address.
+    pub trusted_proxies: Vec<IpNet>,
+    /// Time for a request's head (request line and headers) to arrive
+    /// whole, in milliseconds, from the connection's accept or from the
+    /// first byte of a later request; then the connection is closed.
+    pub head_timeout_ms: u64,
+    /// Time a connection may stay open with nothing to do after an answer,
+    /// in milliseconds; then it is closed.
+    pub idle_timeout_ms: u64,
+    /// Connections open at once, held below the process's file descriptor
+    /// limit (less a reserve for table files). At the limit, the connection
+    /// waiting longest for a request head is closed to make room; one with
+    /// a request in flight never is.
+    pub max_connections: usize,
     /// Origins allowed by CORS; `"*"` allows any.
     pub cors_allowed_origins: Vec<String>,
 }
@@ -245,8 +271,83 @@ impl Default for Limits {
             request_timeout_ms: 30_000,
             rate_limit_per_second: 0.0,
             rate_limit_burst: 50,
+            client_budget_per_second: 100.0,
+            client_budget_burst: 2000,
+            budget_exempt: vec![IpNet::LOOPBACK_V4, IpNet::LOOPBACK_V6],
+            trusted_proxies: Vec::new(),
+            head_timeout_ms: 10_000,
+            idle_timeout_ms: 60_000,
+            max_connections: 8192,
             cors_allowed_origins: vec!["*".to_owned()],
         }
+    }
+}
+
+/// A network: an address and a prefix length (`10.0.0.0/8`, `::1/128`;
+/// an address alone is the network of that address only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "String")]
+pub struct IpNet {
+    addr: IpAddr,
+    prefix: u8,
+}
+
+impl IpNet {
+    pub const LOOPBACK_V4: IpNet = IpNet { addr: IpAddr::V4(std::net::Ipv4Addr::new(127, 0, 0, 0)), prefix: 8 };
+    pub const LOOPBACK_V6: IpNet = IpNet { addr: IpAddr::V6(std::net::Ipv6Addr::LOCALHOST), prefix: 128 };
+
+    /// Whether `ip` is in this network; an IPv4 address mapped into IPv6
+    /// (`::ffff:a.b.c.d`) counts as the IPv4 address.
+    pub fn contains(&self, ip: IpAddr) -> bool {
+        let ip = match ip {
+            IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+            v4 => v4,
+        };
+        match (self.addr, ip) {
+            (IpAddr::V4(net), IpAddr::V4(ip)) => {
+                let mask = u32::MAX.checked_shl(32 - u32::from(self.prefix)).unwrap_or(0);
+                u32::from(net) & mask == u32::from(ip) & mask
+            }
+            (IpAddr::V6(net), IpAddr::V6(ip)) => {
+                let mask = u128::MAX.checked_shl(128 - u32::from(self.prefix)).unwrap_or(0);
+                u128::from(net) & mask == u128::from(ip) & mask
+            }
+            _ => false,
+        }
+    }
+}
+
+impl std::str::FromStr for IpNet {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<IpNet, String> {
+        let (addr, prefix) = text.split_once('/').map_or((text, None), |(a, p)| (a, Some(p)));
+        let addr: IpAddr = addr.trim().parse().map_err(|e| format!("{text:?}: {e}"))?;
+        let max = if addr.is_ipv4() { 32 } else { 128 };
+        let prefix = match prefix {
+            None => max,
+            Some(p) => p
+                .trim()
+                .parse::<u8>()
+                .ok()
+                .filter(|&p| p <= max)
+                .ok_or_else(|| format!("{text:?}: the prefix length must be a number from 0 to {max}"))?,
+        };
+        Ok(IpNet { addr, prefix })
+    }
+}
+
+impl TryFrom<String> for IpNet {
+    type Error = String;
+
+    fn try_from(text: String) -> Result<IpNet, String> {
+        text.parse()
+    }
+}
+
+impl std::fmt::Display for IpNet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.addr, self.prefix)
     }
 }
 
@@ -400,6 +501,13 @@ mod tests {
         assert_eq!(file.limits.request_timeout_ms, default.limits.request_timeout_ms);
         assert_eq!(file.limits.rate_limit_per_second, default.limits.rate_limit_per_second);
         assert_eq!(file.limits.rate_limit_burst, default.limits.rate_limit_burst);
+        assert_eq!(file.limits.client_budget_per_second, default.limits.client_budget_per_second);
+        assert_eq!(file.limits.client_budget_burst, default.limits.client_budget_burst);
+        assert_eq!(file.limits.budget_exempt, default.limits.budget_exempt);
+        assert_eq!(file.limits.trusted_proxies, default.limits.trusted_proxies);
+        assert_eq!(file.limits.head_timeout_ms, default.limits.head_timeout_ms);
+        assert_eq!(file.limits.idle_timeout_ms, default.limits.idle_timeout_ms);
+        assert_eq!(file.limits.max_connections, default.limits.max_connections);
         assert_eq!(file.limits.cors_allowed_origins, default.limits.cors_allowed_origins);
         assert_eq!(file.log_format, default.log_format);
         assert_eq!(file.search.max_movetime_ms, default.search.max_movetime_ms);
@@ -437,6 +545,25 @@ mod tests {
         assert_eq!(config_file(None, env("/h", Some("rel")), only(&all[1..])), home);
         assert_eq!(config_file(None, env("/h", None), only(&all[3..])), Some("/etc/tbserver/tbserver.toml".into()));
         assert_eq!(config_file(None, env("/h", None), only(&[])), None);
+    }
+
+    #[test]
+    fn networks_parse_and_match() {
+        let net: IpNet = "10.1.0.0/16".parse().unwrap();
+        assert!(net.contains("10.1.200.3".parse().unwrap()));
+        assert!(!net.contains("10.2.0.1".parse().unwrap()));
+        assert!(net.contains("::ffff:10.1.0.9".parse().unwrap()), "IPv4-mapped IPv6");
+        let one: IpNet = "192.0.2.7".parse().unwrap();
+        assert!(one.contains("192.0.2.7".parse().unwrap()) && !one.contains("192.0.2.8".parse().unwrap()));
+        assert!("0.0.0.0/0".parse::<IpNet>().unwrap().contains("8.8.8.8".parse().unwrap()));
+        assert!(IpNet::LOOPBACK_V6.contains("::1".parse().unwrap()));
+        assert!(!IpNet::LOOPBACK_V6.contains("127.0.0.1".parse().unwrap()));
+        let v6: IpNet = "2001:db8::/32".parse().unwrap();
+        assert!(v6.contains("2001:db8:cafe::17".parse().unwrap()) && !v6.contains("2001:db9::1".parse().unwrap()));
+        assert!("10.0.0.0/33".parse::<IpNet>().unwrap_err().contains("0 to 32"));
+        assert!("example.org/8".parse::<IpNet>().is_err());
+        let err = toml::from_str::<Config>("[limits]\ntrusted_proxies = [\"10.0.0.0/99\"]").unwrap_err();
+        assert!(err.to_string().contains("prefix length"), "{err}");
     }
 
     #[test]

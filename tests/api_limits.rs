@@ -4,7 +4,10 @@
 #[macro_use]
 mod common;
 
-use std::sync::{Arc, Barrier};
+use std::{
+    sync::{Arc, Barrier},
+    time::{Duration, Instant},
+};
 
 use common::{TestServer, enc, syzygy_dir};
 use reqwest::blocking::{Client, Response};
@@ -244,4 +247,274 @@ fn overlong_request_lines_and_headers_get_json_errors() {
     report!(
         "refusals: 10 KB / 100 KB / 1 MB query 414 query_too_long, 1 MB header and 200 headers 431 headers_too_large, garbage 400"
     );
+}
+
+/// Opens a connection that sends part of a request head and never ends it;
+/// the returned thread ends when the server closes the connection, with the
+/// time that took (`None`: still open after `wait`).
+fn slow_head(base: &str, wait: Duration) -> std::thread::JoinHandle<Option<Duration>> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(base.trim_start_matches("http://")).unwrap();
+    let started = Instant::now();
+    std::thread::spawn(move || {
+        stream.write_all(b"GET /api/v1/probe?fen=8/8/8/4k3/8/8/8/KR6_w HTTP/1.1\r\nHost: x\r\n").unwrap();
+        stream.set_read_timeout(Some(wait)).unwrap();
+        let mut buf = [0u8; 256];
+        loop {
+            match stream.read(&mut buf) {
+                Ok(0) => return Some(started.elapsed()),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Some(started.elapsed()),
+                Err(_) => return None,
+            }
+        }
+    })
+}
+
+/// A fresh connection per request (no pool), as a new client would open.
+fn fresh_client() -> Client {
+    Client::builder().pool_max_idle_per_host(0).timeout(Duration::from_secs(5)).build().unwrap()
+}
+
+#[test]
+fn slow_and_idle_connections_are_cut_and_make_room() {
+    use std::io::{Read, Write};
+    let Some(mut config) = config() else { return };
+    config.limits.head_timeout_ms = 1500;
+    config.limits.idle_timeout_ms = 2500;
+    config.limits.max_connections = 20;
+    let server = TestServer::start(config);
+    let url = format!("{}/api/v1/probe?fen={}", server.base, enc(KRVK));
+    let head_limit = Duration::from_millis(1500);
+
+    // Slow heads under the connection limit: each closed at the head limit,
+    // while a polite client is served meanwhile.
+    let slow: Vec<_> = (0..10).map(|_| slow_head(&server.base, Duration::from_secs(6))).collect();
+    let polite = fresh_client();
+    let served = (0..10).filter(|_| polite.get(&url).send().is_ok_and(|r| r.status() == 200)).count();
+    let closed: Vec<Option<Duration>> = slow.into_iter().map(|t| t.join().unwrap()).collect();
+    assert_eq!(served, 10, "the polite client is served beside slow heads");
+    for c in &closed {
+        let c = c.expect("a slow head left open");
+        assert!(c >= head_limit - Duration::from_millis(100) && c < head_limit + Duration::from_millis(1000), "{c:?}");
+    }
+    let latest = closed.iter().flatten().max().unwrap();
+
+    // A kept-alive connection with nothing to do: closed at the idle limit.
+    let mut idle = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    idle.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut answer = [0u8; 1024];
+    let n = idle.read(&mut answer).unwrap();
+    assert!(answer[..n].starts_with(b"HTTP/1.1 200"), "{}", String::from_utf8_lossy(&answer[..n]));
+    let answered = Instant::now();
+    idle.set_read_timeout(Some(Duration::from_secs(6))).unwrap();
+    assert!(matches!(idle.read(&mut answer), Ok(0)), "closed, not timed out on our side");
+    let idle_for = answered.elapsed();
+    assert!(idle_for >= Duration::from_millis(2400) && idle_for < Duration::from_millis(3500), "{idle_for:?}");
+
+    // Past the limit (20): the oldest slow heads are closed at once to make
+    // room, and new clients are still served.
+    let flood: Vec<_> = (0..40).map(|_| slow_head(&server.base, Duration::from_secs(6))).collect();
+    let started = Instant::now();
+    let served = (0..5).filter(|_| fresh_client().get(&url).send().is_ok_and(|r| r.status() == 200)).count();
+    let serve_time = started.elapsed();
+    assert_eq!(served, 5, "new clients served at the connection limit");
+    let closed: Vec<Option<Duration>> = flood.into_iter().map(|t| t.join().unwrap()).collect();
+    let early = closed.iter().flatten().filter(|&&c| c < Duration::from_millis(1000)).count();
+    assert!(closed.iter().all(Option::is_some), "every slow head closed: {closed:?}");
+    // 40 slow heads through a limit of 20: at least 20 closed early.
+    assert!(early >= 20, "{early} of 40 closed before the head limit: {closed:?}");
+    let metrics = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
+    let count = |reason: &str| -> f64 {
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("tbserver_connections_closed_total{{reason=\"{reason}\"}}")))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
+    };
+    assert!(count("evicted") >= 20.0 && count("head_timeout") >= 10.0 && count("idle_timeout") >= 1.0, "{metrics}");
+    report!(
+        "connections: 10 slow heads closed at {:?} (limit 1.5 s), idle closed after {:?} (limit 2.5 s); \
+         40 slow heads at a limit of 20: {early} closed early, 5 new clients served in {:?}",
+        latest,
+        idle_for,
+        serve_time
+    );
+}
+
+/// A client whose connections come from `ip` (any 127.x.y.z reaches the
+/// server on Linux), so that the server sees distinct clients; a connection
+/// per request, as the test proxy forwards only the first on each.
+fn client_from(ip: &str) -> Client {
+    Client::builder()
+        .local_address(ip.parse::<std::net::IpAddr>().unwrap())
+        .pool_max_idle_per_host(0)
+        .timeout(Duration::from_secs(10))
+        .build()
+        .unwrap()
+}
+
+fn budget_config(per_second: f64, burst: u32) -> Option<Config> {
+    let mut config = config()?;
+    config.limits.client_budget_per_second = per_second;
+    config.limits.client_budget_burst = burst;
+    // Loopback clients are exempt by default; these tests are loopback clients.
+    config.limits.budget_exempt = Vec::new();
+    Some(config)
+}
+
+/// `"cost";r=N;t=T` as (N, T).
+fn rate_limit_field(response: &Response) -> (u64, u64) {
+    let value = response.headers().get("ratelimit").expect("RateLimit field").to_str().unwrap();
+    let param = |name: &str| value.split(';').find_map(|p| p.strip_prefix(name)?.parse().ok()).unwrap();
+    assert!(value.starts_with("\"cost\";"), "{value}");
+    (param("r="), param("t="))
+}
+
+#[test]
+fn costly_clients_are_limited_and_polite_ones_are_not() {
+    let Some(config) = budget_config(40.0, 400) else { return };
+    let server = TestServer::start(config);
+    let fens: Vec<&str> = vec![KRVK; 100];
+    let batch = serde_json::json!({ "fens": fens }).to_string();
+    let abuser = client_from("127.0.0.2");
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let base = server.base.clone();
+    let polite: Vec<_> = (0..10)
+        .map(|i| {
+            let (base, stop) = (base.clone(), Arc::clone(&stop));
+            std::thread::spawn(move || {
+                let client = client_from(&format!("127.0.1.{}", i + 1));
+                let url = format!("{base}/api/v1/probe?fen={}", enc(KRVK));
+                let mut statuses = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::SeqCst) {
+                    statuses.push(client.get(&url).send().unwrap().status().as_u16());
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                statuses
+            })
+        })
+        .collect();
+    // The abuser: batches of 100 positions as fast as it can for 2 s.
+    let post = || {
+        abuser
+            .post(format!("{base}/api/v1/probe"))
+            .header("content-type", "application/json")
+            .body(batch.clone())
+            .send()
+            .unwrap()
+    };
+    let (mut served, mut limited, mut retry_after) = (0, 0, None);
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(2) {
+        let response = post();
+        match response.status().as_u16() {
+            200 => served += 1,
+            429 => {
+                limited += 1;
+                let policy = response.headers().get("ratelimit-policy").unwrap().to_str().unwrap().to_owned();
+                assert_eq!(policy, "\"cost\";q=400;w=10");
+                let (r, t) = rate_limit_field(&response);
+                let retry = parts(response).1.expect("Retry-After");
+                assert_eq!((r, t), (0, retry), "RateLimit's reset is Retry-After");
+                retry_after = Some(retry);
+            }
+            s => panic!("{s}"),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::SeqCst);
+    let polite: Vec<Vec<u16>> = polite.into_iter().map(|t| t.join().unwrap()).collect();
+    let polite_requests: usize = polite.iter().map(Vec::len).sum();
+    assert!(polite.iter().flatten().all(|&s| s == 200), "a polite client refused: {polite:?}");
+    assert!(served >= 4 && limited > 0, "abuser: {served} served, {limited} limited");
+    // Honouring Retry-After: served.
+    let retry = retry_after.unwrap();
+    assert!((1..=10).contains(&retry), "{retry}");
+    std::thread::sleep(Duration::from_secs(retry));
+    let response = post();
+    assert_eq!(response.status(), 200, "served after Retry-After");
+    let (left, _) = rate_limit_field(&response);
+    assert!(left < 400);
+    let metrics = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
+    assert!(
+        metrics.contains("tbserver_client_budget_requests_total{class=\"batch\",outcome=\"limited\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("tbserver_client_budget_units_total{class=\"probe\",outcome=\"served\"}"), "{metrics}");
+    report!(
+        "budget: abuser {served} batches of 100 served, {limited} refused (429, Retry-After {retry} s honoured: served); \
+         10 polite clients {polite_requests} probes, none refused"
+    );
+}
+
+/// A reverse proxy for tests: forwards each connection to `server`, adding
+/// `X-Forwarded-For` to its first request head. The clients here are all on
+/// loopback; the proxy forwards a client from 127.0.0.N as 192.0.2.N, as if
+/// it came from elsewhere.
+fn forwarding_proxy(server: &str) -> String {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = server.trim_start_matches("http://").to_owned();
+    std::thread::spawn(move || {
+        for mut client in listener.incoming().flatten() {
+            let server = server.clone();
+            std::thread::spawn(move || {
+                let std::net::IpAddr::V4(peer) = client.peer_addr().unwrap().ip() else { return };
+                let peer = std::net::Ipv4Addr::new(192, 0, 2, peer.octets()[3]);
+                let mut head = Vec::new();
+                let mut byte = [0u8; 1];
+                while !head.ends_with(b"\r\n\r\n") && client.read(&mut byte).is_ok_and(|n| n == 1) {
+                    head.push(byte[0]);
+                }
+                let text = String::from_utf8_lossy(&head).into_owned();
+                let Some(fields) = text.strip_suffix("\r\n") else { return };
+                let mut upstream = std::net::TcpStream::connect(&server).unwrap();
+                // Appended last, after any the client sent, as proxies do.
+                upstream.write_all(format!("{fields}X-Forwarded-For: {peer}\r\n\r\n").as_bytes()).unwrap();
+                let mut down = upstream.try_clone().unwrap();
+                let mut back = client.try_clone().unwrap();
+                std::thread::spawn(move || std::io::copy(&mut down, &mut back));
+                let _ = std::io::copy(&mut client, &mut upstream);
+                let _ = upstream.shutdown(std::net::Shutdown::Write);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+#[test]
+fn clients_behind_a_trusted_proxy_are_told_apart() {
+    let Some(mut config) = budget_config(0.2, 3) else { return };
+    config.limits.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+    let server = TestServer::start(config);
+    let proxy = forwarding_proxy(&server.base);
+    let probe = |client: &Client, base: &str, forged: Option<&str>| {
+        let mut request = client.get(format!("{base}/api/v1/probe?fen={}", enc(KRVK)));
+        if let Some(forged) = forged {
+            request = request.header("x-forwarded-for", forged);
+        }
+        request.send().unwrap().status().as_u16()
+    };
+    let (a, b) = (client_from("127.0.0.2"), client_from("127.0.0.3"));
+    let a_statuses: Vec<u16> = (0..4).map(|_| probe(&a, &proxy, None)).collect();
+    assert_eq!(a_statuses, [200, 200, 200, 429], "A's burst of 3 through the proxy");
+    assert_eq!(probe(&b, &proxy, None), 200, "B, through the same proxy, has its own budget");
+    assert_eq!(probe(&a, &proxy, Some("198.51.100.1")), 429, "a forged hop left of the proxy's changes nothing");
+    // Straight from an untrusted peer, X-Forwarded-For is ignored.
+    let c = client_from("127.0.0.4");
+    let c_statuses: Vec<u16> =
+        (0..5).map(|i| probe(&c, &server.base, Some(&format!("198.51.100.{}", i + 10)))).collect();
+    assert_eq!(c_statuses, [200, 200, 200, 429, 429], "forged X-Forwarded-For from an untrusted peer");
+    // Generation is open to loopback clients without a token, but a client
+    // forwarded by a proxy on loopback is not local.
+    let generate = |client: &Client, base: &str| {
+        let response = client.post(format!("{base}/api/v1/tables/generate?material=KRvK")).send().unwrap();
+        (response.status().as_u16(), response.json::<Value>().unwrap()["error"]["code"].clone())
+    };
+    let d = client_from("127.0.0.5");
+    assert_eq!(generate(&d, &proxy), (403, Value::from("forbidden")), "forwarded: not local");
+    let e = client_from("127.0.0.6");
+    assert_eq!(generate(&e, &server.base), (409, Value::from("builtin_off")), "local: let in, built-in tables off");
+    report!("proxy: clients told apart by X-Forwarded-For; forged hops ignored; forwarded generation 403, local 409");
 }

@@ -12,7 +12,7 @@ use axum::{
 };
 use serde::Serialize;
 
-use super::{AppState, serve::Peer};
+use super::{AppState, client, serve::Peer};
 use crate::http::error::ApiError;
 
 /// Proof, as a handler argument, that the request may start an operator
@@ -53,7 +53,7 @@ pub(crate) fn access(state: &AppState, parts: &Parts) -> Access {
             Some(given) if constant_time_eq(given.as_bytes(), token.as_bytes()) => Access::Open,
             _ => Access::Token,
         },
-        None if is_loopback(parts) => Access::Open,
+        None if is_loopback(state, parts) => Access::Open,
         None => Access::Closed,
     }
 }
@@ -80,12 +80,12 @@ fn bearer(parts: &Parts) -> Option<&str> {
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
 }
 
-/// A request without a peer address (served in-process, not from a socket)
-/// is not taken to be local.
-fn is_loopback(parts: &Parts) -> bool {
-    parts.extensions.get::<ConnectInfo<Peer>>().is_some_and(|ConnectInfo(Peer(addr))| match addr.ip() {
-        std::net::IpAddr::V4(ip) => ip.is_loopback(),
-        std::net::IpAddr::V6(ip) => ip.is_loopback() || ip.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback()),
+/// Whether the client (as the budgets see it: behind a trusted proxy, the
+/// address the proxy forwards) is on this machine. A request without a peer
+/// address (served in-process, not from a socket) is not taken to be local.
+fn is_loopback(state: &AppState, parts: &Parts) -> bool {
+    parts.extensions.get::<ConnectInfo<Peer>>().is_some_and(|ConnectInfo(peer)| {
+        client::is_local(client::client_ip(&parts.headers, peer.addr.ip(), &state.config.limits.trusted_proxies))
     })
 }
 

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::{
     Answer, AppState, Endpoint, FenQuery, FenRequest, Format,
     admin::{Access, Admin, ClientAccess},
-    answer_fen, encoding, openapi, schema,
+    answer_fen, encoding, limits, openapi, schema,
 };
 use crate::{
     builtin::schedule::{GenerationState, Progress},
@@ -73,6 +73,7 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
     if request.fens.len() > max {
         return Err(ApiError::BatchTooLarge { size: request.fens.len(), max });
     }
+    let cost = limits::BatchCost::of(&request.fens);
     let answer = state
         .compute(Endpoint::Batch, None, false, move |shared| {
             let results: Vec<BatchItem> = request
@@ -87,7 +88,9 @@ pub async fn probe_batch(State(state): State<AppState>, format: Format, body: By
             Ok(BatchResponse { results }.encode_only(format))
         })
         .await?;
-    Ok(answer.response(format))
+    let mut response = answer.response(format);
+    response.extensions_mut().insert(cost);
+    Ok(response)
 }
 
 /// `?metric=dtm50|dtm|dtz`: the distance the mainline follows.

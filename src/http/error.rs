@@ -80,7 +80,9 @@ pub enum ApiError {
     BodyTooLarge { max: usize },
     #[error("method not allowed on this endpoint")]
     MethodNotAllowed,
-    #[error("too many requests from this address; retry in {retry_after_s} s")]
+    #[error(
+        "this client's request budget is spent (too many requests, or too costly ones); retry in {retry_after_s} s"
+    )]
     RateLimited { retry_after_s: u64 },
     #[error("no answer within {ms} ms; retry later")]
     Timeout { ms: u64 },

@@ -11,8 +11,9 @@
 //!   events; the request metrics; CBOR errors where CBOR was asked for; a
 //!   panic answered 500 `internal_error`.
 //! - CORS (tower-http).
-//! - [`Guard`]: the rate limit, the query length, the time limit, and the
-//!   JSON error shape for the framework's own refusals.
+//! - [`Guard`]: the client (its address, or the one a trusted proxy
+//!   forwards), its rate limit and cost budget, the query length, the time
+//!   limit, and the JSON error shape for the framework's own refusals.
 //! - the request body limit (tower-http).
 
 use std::{
@@ -36,7 +37,7 @@ use axum::{
 use tower::{Layer, Service};
 use tracing::Instrument as _;
 
-use super::{AppState, Format, encoding, limits, serve::Peer};
+use super::{AppState, Format, client, encoding, limits, serve::Peer};
 use crate::http::error::ApiError;
 
 type BoxFuture = Pin<Box<dyn Future<Output = Result<Response, Infallible>> + Send>>;
@@ -193,33 +194,74 @@ where
     }
 
     fn call(&mut self, request: Request) -> BoxFuture {
-        let limits = &self.state.config.limits;
-        let refusal = if let (Some(limiter), Some(ConnectInfo(Peer(peer)))) =
-            (&self.state.rate_limiter, request.extensions().get::<ConnectInfo<Peer>>())
-            && !limits::UNLIMITED_PATHS.contains(&request.uri().path())
-            && let Err(retry_after_s) = limiter.check(peer.ip(), Instant::now())
+        let state = &self.state;
+        let limits = &state.config.limits;
+        let peer = request.extensions().get::<ConnectInfo<Peer>>().map(|ConnectInfo(peer)| peer);
+        // The connection's clock stops until the answer is ready.
+        let in_flight = peer.and_then(Peer::request_started);
+        let client = peer.map(|p| client::client_ip(request.headers(), p.addr.ip(), &limits.trusted_proxies));
+        let limited = client.filter(|_| !limits::UNLIMITED_PATHS.contains(&request.uri().path()));
+        let now = Instant::now();
+        let mut refusal = None;
+        if let (Some(limiter), Some(client)) = (&state.rate_limiter, limited)
+            && let Err(retry_after_s) = limiter.check(client::budget_key(client), 1.0, now)
         {
-            Some(ApiError::RateLimited { retry_after_s })
-        } else {
-            match request.uri().query().map(str::len) {
-                Some(bytes) if bytes > limits.max_query_bytes => {
-                    Some(ApiError::QueryTooLong { bytes, max: limits.max_query_bytes })
+            refusal = Some((ApiError::RateLimited { retry_after_s }, None));
+        }
+        // The cost budget: what this request costs, taken from its client's
+        // bucket (clients in `budget_exempt` are never charged).
+        let mut charge = None;
+        if refusal.is_none()
+            && let (Some(budget), Some(client)) = (&state.budget, limited)
+            && !limits.budget_exempt.iter().any(|net| net.contains(client))
+        {
+            let key = client::budget_key(client);
+            let (class, cost) =
+                limits::CostClass::of(request.method(), request.uri(), request.headers(), limits, &state.config.search);
+            match budget.check(key, cost, now) {
+                Ok(left) => charge = Some((key, class, cost, left)),
+                Err(retry_after_s) => {
+                    state.telemetry.record_cost(class.as_str(), true, cost as u64);
+                    let left = limits::Remaining { units: 0, full_in_s: retry_after_s };
+                    refusal = Some((ApiError::RateLimited { retry_after_s }, Some(left)));
                 }
-                _ => None,
             }
-        };
-        if let Some(refusal) = refusal {
-            return Box::pin(std::future::ready(Ok(refusal.into_response())));
+        }
+        if refusal.is_none()
+            && let Some(bytes) = request.uri().query().map(str::len)
+            && bytes > limits.max_query_bytes
+        {
+            refusal = Some((ApiError::QueryTooLong { bytes, max: limits.max_query_bytes }, None));
+        }
+        if let Some((refusal, left)) = refusal {
+            let mut response = refusal.into_response();
+            if let (Some(budget), Some(left)) = (&state.budget, left) {
+                limits::rate_limit_headers(budget, left, response.headers_mut());
+            }
+            return Box::pin(std::future::ready(Ok(response)));
         }
         let ms = limits.request_timeout_ms;
         let max_body_bytes = limits.max_body_bytes;
         let answer = self.inner.call(request);
+        let state = Arc::clone(state);
         Box::pin(async move {
             let response = match tokio::time::timeout(Duration::from_millis(ms), answer).await {
                 Ok(Ok(response)) => response.into_response(),
-                Err(_) => return Ok(ApiError::Timeout { ms }.into_response()),
+                Err(_) => ApiError::Timeout { ms }.into_response(),
             };
-            Ok(limits::json_errors(response, max_body_bytes).await)
+            let mut response = limits::json_errors(response, max_body_bytes).await;
+            if let (Some(budget), Some((key, class, estimate, mut left))) = (&state.budget, charge) {
+                let mut cost = estimate;
+                // A batch's positions are known now: settle the estimate.
+                if let Some(&limits::BatchCost(actual)) = response.extensions().get::<limits::BatchCost>() {
+                    left = budget.settle(key, actual - estimate);
+                    cost = actual;
+                }
+                state.telemetry.record_cost(class.as_str(), false, cost as u64);
+                limits::rate_limit_headers(budget, left, response.headers_mut());
+            }
+            drop(in_flight);
+            Ok(response)
         })
     }
 }

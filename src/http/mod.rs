@@ -7,6 +7,7 @@ mod api;
 #[cfg(feature = "bench-routes")]
 mod bench;
 mod charts;
+mod client;
 mod encoding;
 pub mod error;
 mod front;
@@ -68,6 +69,8 @@ pub struct Shared {
     /// Probe requests waiting for a slot (bounded by `max_queued_probes`).
     probes_waiting: AtomicUsize,
     rate_limiter: Option<limits::RateLimiter>,
+    /// Per-client cost budgets (`limits.client_budget_per_second`).
+    budget: Option<limits::RateLimiter>,
     ready: AtomicBool,
     /// `/api/v1/analyse`: limits, slots and the search thread pool.
     searches: analyse::Searches,
@@ -113,6 +116,7 @@ impl Shared {
             probes_waiting: AtomicUsize::new(0),
             inline_probes: AtomicUsize::new(0),
             rate_limiter: limits::RateLimiter::new(&config.limits),
+            budget: limits::RateLimiter::budget(&config.limits),
             searches: analyse::Searches::new(config.search.clone()),
             config,
             cache,
@@ -559,12 +563,52 @@ pub async fn serve(state: AppState) -> std::io::Result<()> {
 pub async fn serve_on(listener: tokio::net::TcpListener, state: AppState) -> std::io::Result<()> {
     tokio::spawn(rescan_on_sighup(Arc::clone(&state)));
     tokio::spawn(forget_answers_when_tables_are_ready(Arc::downgrade(&state)));
-    // The peer address feeds the per-client rate limit.
+    // The peer address feeds the per-client limits.
     let app = router(Arc::clone(&state)).into_make_service_with_connect_info::<serve::Peer>();
-    let (listener, drain) = serve::Listener::new(listener)?;
+    let limits = &state.config.limits;
+    let max_connections = connection_limit(limits.max_connections, &state);
+    tracing::info!(max_connections, "connection limit");
+    let connections = Arc::new(serve::Connections::new(
+        Duration::from_millis(limits.head_timeout_ms.max(1)),
+        Duration::from_millis(limits.idle_timeout_ms.max(1)),
+        max_connections,
+        state.telemetry.connection_metrics(),
+    ));
+    let (listener, drain) = serve::Listener::new(listener, connections)?;
     axum::serve(listener, app).with_graceful_shutdown(shutdown_signal(state, drain)).await?;
     tracing::info!("every request in flight answered; exiting");
     Ok(())
+}
+
+/// `configured`, held below the process's file descriptor limit (raised to
+/// its hard limit first) less a reserve for table files, the listening
+/// socket, logs and the like.
+fn connection_limit(configured: usize, state: &Shared) -> usize {
+    #[cfg(unix)]
+    {
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit/setrlimit with a valid pointer to our own struct.
+        if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            if limit.rlim_cur < limit.rlim_max {
+                let raised = libc::rlimit { rlim_cur: limit.rlim_max, rlim_max: limit.rlim_max };
+                // SAFETY: as above.
+                if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
+                    limit = raised;
+                }
+            }
+            let descriptors = usize::try_from(limit.rlim_cur).unwrap_or(usize::MAX);
+            // Syzygy tables are two files each; chesstb keeps up to its own limit open.
+            let tables = state.tablebases().tables().len();
+            let chesstb = if state.config.chesstb.is_empty() {
+                0
+            } else {
+                usize::try_from(state.config.chesstb_max_open_files).unwrap_or(usize::MAX)
+            };
+            let reserve = 256usize.saturating_add(tables.saturating_mul(2)).saturating_add(chesstb);
+            return configured.min(descriptors.saturating_sub(reserve)).max(16);
+        }
+    }
+    configured.max(1)
 }
 
 /// A built-in table that becomes ready can improve answers computed without

@@ -5,12 +5,26 @@
 //! connection's socket is therefore wrapped so that such a refusal goes out
 //! as tbserver's documented JSON error, with its stable code, instead.
 //! hyper's buffer stays bounded as it is.
+//!
+//! The socket also keeps the connection's clock (axum's `serve` gives hyper
+//! no timer, so hyper times nothing out itself): a head must arrive whole
+//! within `limits.head_timeout_ms` of the accept or of the first byte of a
+//! later request, and a connection with nothing to do after an answer is
+//! closed after `limits.idle_timeout_ms`; a read then fails, and hyper drops
+//! the connection. [`Connections`] counts them all and, at
+//! `limits.max_connections`, closes the one waiting longest for a head.
 
 use std::{
+    collections::HashMap,
+    future::Future,
     io,
     net::SocketAddr,
     pin::Pin,
-    task::{Context, Poll, ready},
+    sync::{
+        Arc, Mutex,
+        atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering},
+    },
+    task::{Context, Poll, Waker, ready},
     time::Duration,
 };
 
@@ -18,18 +32,177 @@ use axum::{extract::connect_info::Connected, serve::IncomingStream};
 use tokio::{
     io::{AsyncRead, AsyncWrite, ReadBuf},
     net::{TcpListener, TcpStream},
-    sync::watch,
+    sync::{Notify, watch},
+    time::{Instant, Sleep},
 };
 
-use crate::http::error::ApiError;
+use crate::{
+    http::error::ApiError,
+    telemetry::{ConnectionClosed, ConnectionMetrics},
+};
 
-/// The peer's address (`ConnectInfo<Peer>`), for the per-client rate limit.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Peer(pub SocketAddr);
+/// The peer's address (`ConnectInfo<Peer>`), for the per-client limits, and
+/// its connection's clock, which a request in flight stops.
+#[derive(Debug, Clone)]
+pub(crate) struct Peer {
+    pub addr: SocketAddr,
+    track: Option<Arc<Track>>,
+}
+
+impl Peer {
+    /// Marks a request in flight on this connection until the guard is
+    /// dropped (its answer is then written): its clock stops meanwhile.
+    pub fn request_started(&self) -> Option<InFlight> {
+        let track = self.track.clone()?;
+        track.in_flight.fetch_add(1, Ordering::SeqCst);
+        Some(InFlight(track))
+    }
+}
 
 impl Connected<IncomingStream<'_, Listener>> for Peer {
     fn connect_info(stream: IncomingStream<'_, Listener>) -> Peer {
-        Peer(*stream.remote_addr())
+        Peer { addr: *stream.remote_addr(), track: Some(Arc::clone(&stream.io().track)) }
+    }
+}
+
+/// A request in flight on a connection; see [`Peer::request_started`].
+pub(crate) struct InFlight(Arc<Track>);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.restart(Phase::Idle);
+        self.0.in_flight.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// What a connection without a request in flight waits for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+enum Phase {
+    /// A request head (just accepted, or part of a later one came): the
+    /// head time limit applies.
+    Head = 0,
+    /// The next request, after an answer: the idle time limit applies.
+    Idle = 1,
+}
+
+/// One connection's clock, shared with [`Connections`] and its requests.
+#[derive(Debug)]
+struct Track {
+    id: u64,
+    /// Milliseconds since [`Connections::epoch`] when the current wait began.
+    since_ms: AtomicU64,
+    phase: AtomicU8,
+    in_flight: AtomicU32,
+    /// Chosen to make room: the next read fails.
+    evicted: AtomicBool,
+    /// Wakes the connection's task to be closed.
+    waker: Mutex<Option<Waker>>,
+    epoch: Instant,
+}
+
+impl Track {
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    fn restart(&self, phase: Phase) {
+        self.since_ms.store(self.now_ms(), Ordering::SeqCst);
+        self.phase.store(phase as u8, Ordering::SeqCst);
+    }
+
+    fn phase(&self) -> Phase {
+        if self.phase.load(Ordering::SeqCst) == Phase::Idle as u8 { Phase::Idle } else { Phase::Head }
+    }
+}
+
+/// Every open connection, its limits and the listener's room for more.
+pub(crate) struct Connections {
+    open: Mutex<HashMap<u64, Arc<Track>>>,
+    next_id: AtomicU64,
+    /// Connections chosen to make room that have not closed yet.
+    evicting: AtomicU64,
+    closed: Notify,
+    epoch: Instant,
+    head_timeout: Duration,
+    idle_timeout: Duration,
+    max: usize,
+    metrics: ConnectionMetrics,
+}
+
+impl Connections {
+    pub fn new(head_timeout: Duration, idle_timeout: Duration, max: usize, metrics: ConnectionMetrics) -> Connections {
+        Connections {
+            open: Mutex::default(),
+            next_id: AtomicU64::new(0),
+            evicting: AtomicU64::new(0),
+            closed: Notify::new(),
+            epoch: Instant::now(),
+            head_timeout,
+            idle_timeout,
+            max: max.max(1),
+            metrics,
+        }
+    }
+
+    fn register(self: &Arc<Self>) -> Arc<Track> {
+        let track = Arc::new(Track {
+            id: self.next_id.fetch_add(1, Ordering::Relaxed),
+            since_ms: AtomicU64::new(0),
+            phase: AtomicU8::new(Phase::Head as u8),
+            in_flight: AtomicU32::new(0),
+            evicted: AtomicBool::new(false),
+            waker: Mutex::new(None),
+            epoch: self.epoch,
+        });
+        track.restart(Phase::Head);
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).insert(track.id, Arc::clone(&track));
+        self.metrics.open.inc();
+        track
+    }
+
+    fn unregister(&self, track: &Track) {
+        self.open.lock().unwrap_or_else(|e| e.into_inner()).remove(&track.id);
+        if track.evicted.load(Ordering::SeqCst) {
+            self.evicting.fetch_sub(1, Ordering::SeqCst);
+        }
+        self.metrics.open.dec();
+        self.closed.notify_waiters();
+    }
+
+    /// Whether another connection may be accepted now: under the limit, or
+    /// once one waiting for a head (or idle) was chosen to be closed,
+    /// head-waiters first, longest waiting first.
+    fn make_room(&self) -> bool {
+        let open = self.open.lock().unwrap_or_else(|e| e.into_inner());
+        let evicting = usize::try_from(self.evicting.load(Ordering::SeqCst)).unwrap_or(usize::MAX);
+        if open.len().saturating_sub(evicting) < self.max {
+            return true;
+        }
+        let victim = open
+            .values()
+            .filter(|t| t.in_flight.load(Ordering::SeqCst) == 0 && !t.evicted.load(Ordering::SeqCst))
+            .min_by_key(|t| (t.phase() == Phase::Idle, t.since_ms.load(Ordering::SeqCst)));
+        let Some(victim) = victim else { return false };
+        victim.evicted.store(true, Ordering::SeqCst);
+        self.evicting.fetch_add(1, Ordering::SeqCst);
+        self.metrics.closed(ConnectionClosed::Evicted);
+        if let Some(waker) = victim.waker.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            waker.wake();
+        }
+        true
+    }
+
+    /// Waits until [`Connections::make_room`] may succeed: a connection
+    /// closed, or a request finished (checked again after a moment).
+    async fn room(&self) {
+        loop {
+            let closed = self.closed.notified();
+            if self.make_room() {
+                return;
+            }
+            let _ = tokio::time::timeout(Duration::from_millis(50), closed).await;
+        }
     }
 }
 
@@ -42,6 +215,7 @@ impl Connected<IncomingStream<'_, Listener>> for Peer {
 /// connections are refused, which clients can tell from a broken request).
 pub(crate) struct Listener {
     socket: Option<TcpListener>,
+    connections: Arc<Connections>,
     local_addr: SocketAddr,
     stage: watch::Receiver<Stage>,
     report: watch::Sender<Stage>,
@@ -71,17 +245,26 @@ impl Drain {
 }
 
 impl Listener {
-    pub fn new(listener: TcpListener) -> io::Result<(Listener, Drain)> {
+    pub fn new(listener: TcpListener, connections: Arc<Connections>) -> io::Result<(Listener, Drain)> {
         let (report, stage) = watch::channel(Stage::Serving);
         let local_addr = listener.local_addr()?;
-        Ok((Listener { socket: Some(listener), local_addr, stage, report: report.clone() }, Drain(report)))
+        Ok((Listener { socket: Some(listener), connections, local_addr, stage, report: report.clone() }, Drain(report)))
     }
-}
 
-fn connection(stream: TcpStream) -> Conn {
-    // Answers are written whole; no reason to hold them back.
-    let _ = stream.set_nodelay(true);
-    Conn { stream, replacing: None, line_ended: false }
+    fn connection(&self, stream: TcpStream) -> Conn {
+        // Answers are written whole; no reason to hold them back.
+        let _ = stream.set_nodelay(true);
+        let track = self.connections.register();
+        Conn {
+            stream,
+            replacing: None,
+            line_ended: false,
+            connections: Arc::clone(&self.connections),
+            track,
+            timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            timer_ms: None,
+        }
+    }
 }
 
 impl axum::serve::Listener for Listener {
@@ -96,7 +279,7 @@ impl axum::serve::Listener for Listener {
             };
             if *self.stage.borrow_and_update() == Stage::Draining {
                 match accept_queued(socket) {
-                    Some(Ok((stream, addr))) => return (connection(stream), addr),
+                    Some(Ok((stream, addr))) => return (self.connection(stream), addr),
                     Some(Err(e)) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
                     Some(Err(e)) => tracing::warn!(error = %e, "accept while closing failed; closing now"),
                     None => {}
@@ -105,9 +288,18 @@ impl axum::serve::Listener for Listener {
                 self.report.send_replace(Stage::Closed);
                 continue;
             }
+            // At the connection limit, wait for room (or make some) first:
+            // what arrives meanwhile waits in the kernel's queue.
+            let connections = Arc::clone(&self.connections);
+            tokio::select! {
+                biased;
+                _ = self.stage.changed() => continue,
+                _ = connections.room() => {}
+            }
+            let Some(socket) = &self.socket else { continue };
             tokio::select! {
                 accepted = socket.accept() => match accepted {
-                    Ok((stream, addr)) => return (connection(stream), addr),
+                    Ok((stream, addr)) => return (self.connection(stream), addr),
                     // The client gave up before we accepted: nothing to do.
                     Err(e) if matches!(e.kind(), io::ErrorKind::ConnectionAborted | io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionRefused) => {}
                     Err(e) => {
@@ -163,6 +355,11 @@ fn accept_queued(socket: &TcpListener) -> Option<io::Result<(TcpStream, SocketAd
 /// A connection's socket; see the module documentation.
 pub(crate) struct Conn {
     stream: TcpStream,
+    connections: Arc<Connections>,
+    track: Arc<Track>,
+    /// Fires at the end of the current wait; `timer_ms` is where it is set.
+    timer: Pin<Box<Sleep>>,
+    timer_ms: Option<u64>,
     /// A replacement for hyper's refusal being written, and how far.
     replacing: Option<(Vec<u8>, usize)>,
     /// Whether a line feed came in since the last response went out: if not,
@@ -222,12 +419,77 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// With no request in flight: an error once the current wait is over
+    /// (or the connection was chosen to make room), else `Pending`, with
+    /// the task woken at the wait's end.
+    fn poll_clock(&mut self, cx: &mut Context<'_>) -> Poll<io::Error> {
+        let track = &self.track;
+        if track.evicted.load(Ordering::SeqCst) {
+            return Poll::Ready(io::Error::new(io::ErrorKind::ConnectionAborted, "closed to make room"));
+        }
+        if track.in_flight.load(Ordering::SeqCst) > 0 {
+            return Poll::Pending;
+        }
+        let phase = track.phase();
+        let limit = if phase == Phase::Idle { self.connections.idle_timeout } else { self.connections.head_timeout };
+        let end_ms =
+            track.since_ms.load(Ordering::SeqCst).saturating_add(u64::try_from(limit.as_millis()).unwrap_or(u64::MAX));
+        if self.timer_ms != Some(end_ms) {
+            self.timer.as_mut().reset(self.connections.epoch + Duration::from_millis(end_ms));
+            self.timer_ms = Some(end_ms);
+        }
+        if self.timer.as_mut().poll(cx).is_ready() {
+            let (why, text) = match phase {
+                Phase::Head => (ConnectionClosed::HeadTimeout, "request head not received in time"),
+                Phase::Idle => (ConnectionClosed::IdleTimeout, "idle too long"),
+            };
+            self.connections.metrics.closed(why);
+            return Poll::Ready(io::Error::new(io::ErrorKind::TimedOut, text));
+        }
+        let mut waker = track.waker.lock().unwrap_or_else(|e| e.into_inner());
+        if !waker.as_ref().is_some_and(|w| w.will_wake(cx.waker())) {
+            *waker = Some(cx.waker().clone());
+        }
+        drop(waker);
+        // Chosen while the waker was being stored: not woken, so look again.
+        if track.evicted.load(Ordering::SeqCst) {
+            return Poll::Ready(io::Error::new(io::ErrorKind::ConnectionAborted, "closed to make room"));
+        }
+        Poll::Pending
+    }
+}
+
+impl Conn {
+    /// Part of an answer went out: a client reading it is not idle.
+    fn wrote(&mut self, bytes: usize) {
+        if bytes > 0 {
+            self.track.restart(Phase::Idle);
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        self.connections.unregister(&self.track);
+    }
+}
+
 impl AsyncRead for Conn {
     fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
         let this = self.get_mut();
         let before = buf.filled().len();
-        ready!(Pin::new(&mut this.stream).poll_read(cx, buf))?;
-        if !this.line_ended && buf.filled()[before..].contains(&b'\n') {
+        match Pin::new(&mut this.stream).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {}
+            Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+            Poll::Pending => return this.poll_clock(cx).map(Err),
+        }
+        let read = &buf.filled()[before..];
+        // The first bytes of a request after an answer start its head's clock.
+        if !read.is_empty() && this.track.in_flight.load(Ordering::SeqCst) == 0 && this.track.phase() == Phase::Idle {
+            this.track.restart(Phase::Head);
+        }
+        if !this.line_ended && read.contains(&b'\n') {
             this.line_ended = true;
         }
         Poll::Ready(Ok(()))
@@ -243,7 +505,9 @@ impl AsyncWrite for Conn {
             return poll;
         }
         this.line_ended = false;
-        Pin::new(&mut this.stream).poll_write(cx, buf)
+        let written = ready!(Pin::new(&mut this.stream).poll_write(cx, buf))?;
+        this.wrote(written);
+        Poll::Ready(Ok(written))
     }
 
     fn poll_write_vectored(
@@ -261,7 +525,9 @@ impl AsyncWrite for Conn {
             return poll;
         }
         this.line_ended = false;
-        Pin::new(&mut this.stream).poll_write_vectored(cx, bufs)
+        let written = ready!(Pin::new(&mut this.stream).poll_write_vectored(cx, bufs))?;
+        this.wrote(written);
+        Poll::Ready(Ok(written))
     }
 
     fn is_write_vectored(&self) -> bool {

@@ -53,6 +53,47 @@ pub(crate) struct RouteLabels {
 
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ReasonLabels {
+    pub reason: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CostLabels {
+    /// What kind of work: `probe`, `line`, `batch`, `analysis`, `other`.
+    pub class: &'static str,
+    /// `served` or `limited` (429).
+    pub outcome: &'static str,
+}
+
+#[derive(Clone, Default)]
+pub(crate) struct ConnectionMetrics {
+    pub open: Gauge,
+    closed: Family<ReasonLabels, Counter>,
+}
+
+impl ConnectionMetrics {
+    pub fn closed(&self, why: ConnectionClosed) {
+        let reason = match why {
+            ConnectionClosed::HeadTimeout => "head_timeout",
+            ConnectionClosed::IdleTimeout => "idle_timeout",
+            ConnectionClosed::Evicted => "evicted",
+        };
+        self.closed.get_or_create(&ReasonLabels { reason }).inc();
+    }
+}
+
+/// Why tbserver closed a connection itself.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum ConnectionClosed {
+    /// The request head did not arrive whole within `limits.head_timeout_ms`.
+    HeadTimeout,
+    /// Nothing came after an answer for `limits.idle_timeout_ms`.
+    IdleTimeout,
+    /// Closed to make room at `limits.max_connections`.
+    Evicted,
+}
+
 /// Everything `/prometheus` reports.
 pub struct Telemetry {
     registry: Registry,
@@ -64,6 +105,10 @@ pub struct Telemetry {
     searches_running: Gauge,
     searches_refused: Counter,
     search_seconds: Histogram,
+    connections_open: Gauge,
+    connections_closed: Family<ReasonLabels, Counter>,
+    cost_requests: Family<CostLabels, Counter>,
+    cost_units: Family<CostLabels, Counter>,
     /// The series of `requests` and `request_seconds` already met, by a hash
     /// of (route, method, status): recording a request then builds no label
     /// strings, which would weigh on a cached answer's small cost.
@@ -89,6 +134,10 @@ impl Telemetry {
             searches_running: Gauge::default(),
             searches_refused: Counter::default(),
             search_seconds: seconds_histogram(),
+            connections_open: Gauge::default(),
+            connections_closed: Family::default(),
+            cost_requests: Family::default(),
+            cost_units: Family::default(),
             request_series: RwLock::default(),
         };
         let r = &mut t.registry;
@@ -117,6 +166,22 @@ impl Telemetry {
             "Wall time of finished searches",
             Unit::Seconds,
             t.search_seconds.clone(),
+        );
+        r.register("connections_open", "HTTP connections open now", t.connections_open.clone());
+        r.register(
+            "connections_closed",
+            "Connections tbserver closed itself, by reason: head_timeout, idle_timeout, evicted (at limits.max_connections)",
+            t.connections_closed.clone(),
+        );
+        r.register(
+            "client_budget_requests",
+            "Requests charged to a client's budget (limits.client_budget_per_second), by cost class and outcome (served, limited)",
+            t.cost_requests.clone(),
+        );
+        r.register(
+            "client_budget_units",
+            "Budget units charged (or asked for, when limited), by cost class and outcome",
+            t.cost_units.clone(),
         );
         r.register_collector(Box::new(TablesCollector(tablebases)));
         t
@@ -152,6 +217,19 @@ impl Telemetry {
     pub(crate) fn probe_waiting(&self) -> GaugeGuard<'_> {
         self.probes_waiting.inc();
         GaugeGuard { gauge: &self.probes_waiting }
+    }
+
+    /// The open connections gauge and the closed connections counters,
+    /// kept by the listener.
+    pub(crate) fn connection_metrics(&self) -> ConnectionMetrics {
+        ConnectionMetrics { open: self.connections_open.clone(), closed: self.connections_closed.clone() }
+    }
+
+    /// A request charged `units` to its client's budget (`limited`: refused).
+    pub(crate) fn record_cost(&self, class: &'static str, limited: bool, units: u64) {
+        let labels = CostLabels { class, outcome: if limited { "limited" } else { "served" } };
+        self.cost_requests.get_or_create(&labels).inc();
+        self.cost_units.get_or_create(&labels).inc_by(units);
     }
 
     pub(crate) fn search_refused(&self) {
