@@ -10,7 +10,11 @@ failed; exits non-zero when a slow connection outlived the head limit by more
 than a second, a polite request failed, or the polite p99 beside them is over
 twice its p99 alone.
 
-    load-slow-clients.py BASE_URL FENS_FILE SLOW HEAD_LIMIT_S SECONDS
+    load-slow-clients.py BASE_URL FENS_FILE SLOW HEAD_LIMIT_S SECONDS [CHECK_P99]
+
+With CHECK_P99=0 (more slow connections than the server has descriptors:
+they are closed to make room as fast as they reconnect) the p99 is printed,
+not checked: the polite client must only be served.
 """
 
 import asyncio
@@ -22,6 +26,7 @@ import time
 import urllib.parse
 
 base, fens_file, slow, head_limit_s, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+check_p99 = len(sys.argv) < 7 or sys.argv[6] != "0"
 host, port = urllib.parse.urlsplit(base).hostname, urllib.parse.urlsplit(base).port
 fens = [line.strip() for line in open(fens_file) if line.strip()]
 
@@ -112,7 +117,7 @@ def main():
     if beside["failures"] or alone["failures"]:
         print("FAIL: polite requests failed", file=sys.stderr)
         ok = False
-    if b99 > 2 * a99:
+    if check_p99 and b99 > 2 * a99:
         print("FAIL: polite p99 beside slow heads is over twice its p99 alone", file=sys.stderr)
         ok = False
     sys.exit(0 if ok else 1)

@@ -166,12 +166,12 @@ def main():
         n = 0
         while time.monotonic() < end:
             time.sleep(min(interval, max(0.0, end - time.monotonic())))
-            if time.monotonic() >= next_reload:
-                os.kill(pid, signal.SIGHUP)
-                next_reload += reload_s
             try:
+                if time.monotonic() >= next_reload:
+                    os.kill(pid, signal.SIGHUP)
+                    next_reload += reload_s
                 rss, fds, nthreads = proc_status()
-            except FileNotFoundError:
+            except (FileNotFoundError, ProcessLookupError):
                 print("server died", file=sys.stderr)
                 sys.exit(1)
             with lock:

@@ -6,12 +6,13 @@
 # seconds. Writes one CSV row per INTERVAL seconds: the server's resident
 # memory (MiB), open descriptors and threads, and the polite clients'
 # requests, errors and p50/p99 (ms), the abuser's answers and the slow heads
-# closed. Exits non-zero when a polite request got anything but 200 or the
-# server died.
+# closed; the server's log goes to CSV.server.log. Exits non-zero when a
+# polite request got anything but 200 or the server died.
 #
 #   scripts/soak.sh                       # HOURS=1 INTERVAL=60 RELOAD=300 SLOW=200 CSV=soak.csv
 #   MINUTES=20 scripts/soak.sh            # a shorter run
 #   BUILTIN_DIR=dir scripts/soak.sh       # built-in tables made ahead (default: the tests' own)
+#   NO_BUILD=1 scripts/soak.sh           # the binary as built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TOTAL=$(( ${MINUTES:-$(( ${HOURS:-1} * 60 ))} * 60 ))
@@ -25,7 +26,7 @@ BUILTIN_DIR=${BUILTIN_DIR:-$TARGET/tmp/builtin-tables}
 shared=${TBSERVER_SHARED_DIR:-../shared}
 [ -d "$BUILTIN_DIR" ] || { echo "no built-in tables in $BUILTIN_DIR (cargo test --release --test builtin_vs_tables makes them)" >&2; exit 1; }
 ulimit -n "$(ulimit -Hn)"
-cargo build --release --quiet --bin tbserver
+[ -n "${NO_BUILD:-}" ] || cargo build --release --quiet --bin tbserver
 work=$(mktemp -d)
 cat > "$work/soak.toml" <<CONF
 listen = "127.0.0.1:$PORT"
@@ -42,17 +43,22 @@ CONF
 # Three pieces (Gaviota, chesstb and every other source), four and five.
 printf '%s\n' "8/8/8/4k3/8/8/8/KR6 w - - 0 1" "8/8/8/4k3/8/8/8/KQ6 b - - 0 1" "8/8/8/8/4k3/8/4P3/4K3 w - - 0 1" \
   "8/8/3k4/8/8/8/2N5/KN6 w - - 0 1" > "$work/fens-3piece.txt"
-RUST_LOG=warn "$TARGET/release/tbserver" serve --config "$work/soak.toml" 2> "$work/server.log" &
+RUST_LOG=info "$TARGET/release/tbserver" serve --config "$work/soak.toml" > "$CSV.server.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 300); do
   curl -sf "http://127.0.0.1:$PORT/readyz" >/dev/null && break
-  kill -0 "$server" 2>/dev/null || { cat "$work/server.log" >&2; exit 1; }
+  kill -0 "$server" 2>/dev/null || { cat "$CSV.server.log" >&2; exit 1; }
   sleep 0.1
 done
 echo "soak: $((SECONDS_TOTAL / 60)) min, server $server, rows every $INTERVAL s into $CSV"
 status=0
 python3 scripts/soak.py "http://127.0.0.1:$PORT" "$server" "$CSV" "$SECONDS_TOTAL" "$INTERVAL" "$RELOAD" "$SLOW" \
   "$work/fens-3piece.txt" bench/fens-4piece.txt bench/fens-5piece.txt || status=$?
-echo "server log lines with panic or error: $(grep -ci 'panic\|error' "$work/server.log" || true)"
+if ! kill -0 "$server" 2>/dev/null; then
+  wait "$server" && code=0 || code=$?
+  echo "the server exited early, status $code ($(kill -l "$code" 2>/dev/null || echo exit))" >&2
+  status=1
+fi
+echo "server log ($CSV.server.log) lines with panic or error: $(grep -ci 'panic\|error' "$CSV.server.log" || true)"
 exit $status

@@ -39,6 +39,17 @@ pub(crate) struct Searches {
     stopping: AtomicBool,
 }
 
+/// Gives the calling thread a lower CPU priority (nice 10) than the
+/// threads answering probes. On Linux the nice value is per thread.
+fn lower_this_threads_priority() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: setpriority on the calling thread's own ID; no pointers.
+    unsafe {
+        let tid = libc::gettid();
+        libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, 10);
+    }
+}
+
 impl Searches {
     pub fn new(config: SearchConfig) -> Searches {
         let n = config.max_concurrent_searches.max(1);
@@ -47,6 +58,9 @@ impl Searches {
             pool: rayon::ThreadPoolBuilder::new()
                 .num_threads(n)
                 .thread_name(|i| format!("search-{i}"))
+                // Searches run for seconds; probes answer in microseconds
+                // and must not queue behind them for a core.
+                .start_handler(|_| lower_this_threads_priority())
                 // Without a handler rayon aborts the process on a job's panic
                 // (`run_search` catches the search's own; this is the rest).
                 .panic_handler(|_| tracing::error!("a search job panicked"))

@@ -234,9 +234,19 @@ where
             refusal = Some((ApiError::QueryTooLong { bytes, max: limits.max_query_bytes }, None));
         }
         if let Some((refusal, left)) = refusal {
+            let over_limit = matches!(refusal, ApiError::RateLimited { .. });
             let mut response = refusal.into_response();
             if let (Some(budget), Some(left)) = (&state.budget, left) {
                 limits::rate_limit_headers(budget, left, response.headers_mut());
+            }
+            if over_limit {
+                // A client that asks again at once, ignoring Retry-After, is
+                // slowed down rather than refused as fast as it can ask.
+                return Box::pin(async move {
+                    tokio::time::sleep(limits::REFUSAL_DELAY).await;
+                    drop(in_flight);
+                    Ok(response)
+                });
             }
             return Box::pin(std::future::ready(Ok(response)));
         }

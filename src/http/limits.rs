@@ -42,6 +42,9 @@ struct Bucket {
     at: Instant,
 }
 
+/// How long a 429 for a spent limit waits before it is sent.
+pub(crate) const REFUSAL_DELAY: Duration = Duration::from_millis(500);
+
 /// Buckets kept; beyond it the fullest (the idlest clients: a full bucket
 /// is the same as none) are forgotten, down to nine tenths.
 const MAX_TRACKED_CLIENTS: usize = 100_000;
