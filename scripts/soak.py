@@ -62,7 +62,9 @@ def polite(index, period_s, make):
     next_at = time.monotonic()
     while next_at < end:
         time.sleep(max(0.0, next_at - time.monotonic()))
-        next_at += period_s
+        # After a slow answer, go on at the steady rate, never in a burst to
+        # catch up (that would be a client over its budget).
+        next_at = max(next_at + period_s, time.monotonic())
         method, path, body = make(i)
         i += 1
         started = time.monotonic()
