@@ -139,7 +139,7 @@ impl SyzygySource {
 
 /// Memory-mapped table files whose lost pages (a file truncated in place, a
 /// disk read error) fail the reads that meet them, through [`mapguard`].
-struct GuardedFilesystem;
+pub(crate) struct GuardedFilesystem;
 
 impl Filesystem for GuardedFilesystem {
     fn regular_file_size(&self, path: &Path) -> std::io::Result<u64> {
