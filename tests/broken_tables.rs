@@ -5,6 +5,8 @@
 
 #[macro_use]
 mod common;
+#[path = "common/faulty_fs.rs"]
+mod faulty_fs;
 
 use std::{
     collections::BTreeMap,
@@ -259,6 +261,15 @@ impl FaultCase<'_> {
     /// the affected file to half in place, then probes other positions of
     /// both; returns the count of answers with a `table_error`.
     fn run(&self, seed: u64) -> usize {
+        let truncate = |file: &Path| {
+            let len = std::fs::metadata(file).unwrap().len();
+            std::fs::OpenOptions::new().write(true).open(file).unwrap().set_len(len / 2).unwrap();
+        };
+        self.run_with(seed, "truncated in place while mapped", truncate)
+    }
+
+    /// As [`FaultCase::run`] with another fault than truncation.
+    fn run_with(&self, seed: u64, what: &str, fault: impl FnOnce(&Path)) -> usize {
         let mut rng = common::Rng(seed);
         let mut fens = |material: &str, n: usize| -> Vec<String> {
             (0..n)
@@ -274,7 +285,7 @@ impl FaultCase<'_> {
             assert_eq!((status, &body), (200, &probe(self.reference, fen).1), "{fen}");
         }
         let len = std::fs::metadata(&self.file).unwrap().len();
-        std::fs::OpenOptions::new().write(true).open(&self.file).unwrap().set_len(len / 2).unwrap();
+        fault(&self.file);
         let (mut errors, mut lost) = (0, 0);
         for fen in &affected {
             let (status, body) = probe(self.server, fen);
@@ -306,7 +317,7 @@ impl FaultCase<'_> {
         let (status, _) = self.server.get("/healthz");
         assert_eq!(status, 200);
         report!(
-            "{} ({len} bytes) truncated in place while mapped: {errors} of {} probes table_error ({lost} lost pages), the others and {} of {} as the reference",
+            "{} ({len} bytes) {what}: {errors} of {} probes table_error ({lost} lost pages), the others and {} of {} as the reference",
             self.table,
             affected.len(),
             other.len(),
@@ -415,6 +426,51 @@ fn truncation_in_place_while_mapped_is_contained_builtin() {
         listed: "KRvK (builtin)",
     };
     case.run(53);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// A disk read error under a mapped Syzygy file: the file is served by a
+/// FUSE file system of the test whose reads of the file's second half fail
+/// with EIO from some point on. Needs root and `/dev/fuse`: without root it
+/// fails under `CI=true` (as tests/operator_actions.rs); without
+/// `/dev/fuse` (a container not given the device) it says that it skipped.
+#[test]
+fn read_errors_under_a_mapped_file_are_contained() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "needs root (a FUSE mount) under CI=true");
+        eprintln!("SKIPPED: read_errors_under_a_mapped_file_are_contained needs root (a FUSE mount)");
+        return;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("SKIPPED: read_errors_under_a_mapped_file_are_contained needs /dev/fuse");
+        return;
+    }
+    let Some(dir) = copy_tables("read-error") else { return };
+    let name = "KQvKR.rtbz";
+    let bytes = std::fs::read(dir.join(name)).unwrap();
+    std::fs::remove_file(dir.join(name)).unwrap();
+    let len = bytes.len() as u64;
+    let bad = (len / 2) & !4095..len;
+    let mount = dir.join("faulty");
+    let fs = faulty_fs::FaultyFs::mount(&mount, vec![faulty_fs::FaultyFile { name: name.into(), bytes, bad }])
+        .expect("mount a FUSE file system");
+    let mut config = config(&dir);
+    config.syzygy = vec![mount.clone(), dir.clone()];
+    let server = TestServer::start(config);
+    let reference = TestServer::start(self::config(&syzygy_dir().unwrap()));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: mount.join(name),
+        table: name,
+        listed: name,
+    };
+    case.run_with(54, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
     std::fs::remove_dir_all(&dir).ok();
 }
 
