@@ -351,32 +351,42 @@ fn truncation_in_place_while_mapped_is_contained_syzygy() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The same for a chesstb file (the DTM50 pack of KQKR).
-#[test]
-fn truncation_in_place_while_mapped_is_contained_chesstb() {
-    let Some(from) = common::chesstb_dir() else { return };
-    let dir = std::env::temp_dir().join(format!("tbserver-truncate-chesstb-{}", std::process::id()));
+/// chesstb's KQKR, KQK and KRK in a fresh directory (`wdl/ dtz/ dtm/
+/// dtm50/`), but `leave_out`; the shared directory.
+fn chesstb_copy(name: &str, leave_out: Option<&str>) -> Option<(PathBuf, PathBuf)> {
+    let from = common::chesstb_dir()?;
+    let dir = std::env::temp_dir().join(format!("tbserver-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     for (sub, ext) in [("wdl", "lzw"), ("dtz", "lzdtz"), ("dtm", "lzdtm"), ("dtm50", "lzdtm50")] {
         std::fs::create_dir_all(dir.join(sub)).unwrap();
         for m in ["KQKR", "KQK", "KRK"] {
             let name = format!("{sub}/{m}.{ext}");
-            std::fs::write(dir.join(&name), std::fs::read(from.join(&name)).unwrap()).unwrap();
+            if leave_out != Some(name.as_str()) {
+                std::fs::write(dir.join(&name), std::fs::read(from.join(&name)).unwrap()).unwrap();
+            }
         }
     }
-    let config = |dir: &Path| {
-        // No block cache: every probe reads the file.
-        let mut config = tbserver::config::Config {
-            chesstb: vec![dir.to_owned()],
-            chesstb_cache_mib: 0,
-            cache_entries: 0,
-            ..Default::default()
-        };
-        config.builtin.mode = tbserver::config::BuiltinMode::Off;
-        config
+    Some((dir, from))
+}
+
+fn chesstb_config(dirs: &[&Path]) -> tbserver::config::Config {
+    // No block cache: every probe reads the file.
+    let mut config = tbserver::config::Config {
+        chesstb: dirs.iter().map(|d| d.to_path_buf()).collect(),
+        chesstb_cache_mib: 0,
+        cache_entries: 0,
+        ..Default::default()
     };
-    let server = TestServer::start(config(&dir));
-    let reference = TestServer::start(config(&from));
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    config
+}
+
+/// The same for a chesstb file (the DTM50 pack of KQKR).
+#[test]
+fn truncation_in_place_while_mapped_is_contained_chesstb() {
+    let Some((dir, from)) = chesstb_copy("truncate-chesstb", None) else { return };
+    let server = TestServer::start(chesstb_config(&[&dir]));
+    let reference = TestServer::start(chesstb_config(&[&from]));
     let case = FaultCase {
         server: &server,
         reference: &reference,
@@ -390,32 +400,38 @@ fn truncation_in_place_while_mapped_is_contained_chesstb() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// The same for a built-in table.
-#[test]
-fn truncation_in_place_while_mapped_is_contained_builtin() {
+/// Built-in KQvK and KRvK, generated in a fresh directory.
+fn builtin_tables(name: &str) -> PathBuf {
     use tbserver::builtin::{Material, Store};
-    let dir = std::env::temp_dir().join(format!("tbserver-truncate-builtin-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!("tbserver-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let store = Store::new(&dir, true);
     for m in ["KQvK", "KRvK"] {
         store.table(&Material::parse(m).unwrap()).unwrap();
     }
-    drop(store);
+    dir
+}
+
+fn builtin_config(dir: &Path) -> tbserver::config::Config {
+    let mut config = tbserver::config::Config { cache_entries: 0, ..Default::default() };
+    config.builtin.dir = dir.to_owned();
+    config.builtin.mode = tbserver::config::BuiltinMode::ReadOnly;
+    // No block cache: every probe reads the file.
+    config.builtin.cache_mib = 0;
+    config
+}
+
+/// The same for a built-in table.
+#[test]
+fn truncation_in_place_while_mapped_is_contained_builtin() {
+    let dir = builtin_tables("truncate-builtin");
     let copy = dir.join("intact");
     std::fs::create_dir_all(&copy).unwrap();
     for m in ["KQvK", "KRvK"] {
         std::fs::copy(dir.join(format!("{m}.tbsb")), copy.join(format!("{m}.tbsb"))).unwrap();
     }
-    let config = |dir: &Path| {
-        let mut config = tbserver::config::Config { cache_entries: 0, ..Default::default() };
-        config.builtin.dir = dir.to_owned();
-        config.builtin.mode = tbserver::config::BuiltinMode::ReadOnly;
-        // No block cache: every probe reads the file.
-        config.builtin.cache_mib = 0;
-        config
-    };
-    let server = TestServer::start(config(&dir));
-    let reference = TestServer::start(config(&copy));
+    let server = TestServer::start(builtin_config(&dir));
+    let reference = TestServer::start(builtin_config(&copy));
     let case = FaultCase {
         server: &server,
         reference: &reference,
@@ -429,32 +445,54 @@ fn truncation_in_place_while_mapped_is_contained_builtin() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// A disk read error under a mapped Syzygy file: the file is served by a
-/// FUSE file system of the test whose reads of the file's second half fail
-/// with EIO from some point on. Needs root and `/dev/fuse`: without root it
-/// fails under `CI=true` (as tests/operator_actions.rs); without
-/// `/dev/fuse` (a container not given the device) it says that it skipped.
-#[test]
-fn read_errors_under_a_mapped_file_are_contained() {
+/// Whether this process may mount a FUSE file system. Without root that
+/// fails the test under `CI=true` (as tests/operator_actions.rs); without
+/// `/dev/fuse` (a container not given the device) the test says that it
+/// skipped.
+fn fuse_allowed(test: &str) -> bool {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "needs root (a FUSE mount) under CI=true");
-        eprintln!("SKIPPED: read_errors_under_a_mapped_file_are_contained needs root (a FUSE mount)");
-        return;
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{test} needs root (a FUSE mount) under CI=true");
+        eprintln!("SKIPPED: {test} needs root (a FUSE mount)");
+        return false;
     }
     if !Path::new("/dev/fuse").exists() {
-        eprintln!("SKIPPED: read_errors_under_a_mapped_file_are_contained needs /dev/fuse");
+        eprintln!("SKIPPED: {test} needs /dev/fuse");
+        return false;
+    }
+    true
+}
+
+/// `files` of `from` on a FUSE file system at `mount` whose reads of the
+/// second half of `failing` fail with EIO once [`faulty_fs::FaultyFs::fail`]
+/// is called.
+fn faulty_mount(mount: &Path, from: &Path, files: &[&str], failing: &str) -> faulty_fs::FaultyFs {
+    let files = files
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(from.join(name)).unwrap();
+            let len = bytes.len() as u64;
+            let file = Path::new(name).file_name().unwrap().to_str().unwrap().to_owned();
+            let bad = if *name == failing { (len / 2) & !4095..len } else { 0..0 };
+            faulty_fs::FaultyFile { name: file, bytes, bad }
+        })
+        .collect();
+    faulty_fs::FaultyFs::mount(mount, files).expect("mount a FUSE file system")
+}
+
+/// A disk read error under a mapped Syzygy file: served by a FUSE file
+/// system of the test whose reads of the file's second half fail with EIO
+/// from some point on (pages read before stay in the page cache).
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_syzygy() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_syzygy") {
         return;
     }
     let Some(dir) = copy_tables("read-error") else { return };
     let name = "KQvKR.rtbz";
-    let bytes = std::fs::read(dir.join(name)).unwrap();
-    std::fs::remove_file(dir.join(name)).unwrap();
-    let len = bytes.len() as u64;
-    let bad = (len / 2) & !4095..len;
     let mount = dir.join("faulty");
-    let fs = faulty_fs::FaultyFs::mount(&mount, vec![faulty_fs::FaultyFile { name: name.into(), bytes, bad }])
-        .expect("mount a FUSE file system");
+    let fs = faulty_mount(&mount, &dir, &[name], name);
+    std::fs::remove_file(dir.join(name)).unwrap();
     let mut config = config(&dir);
     config.syzygy = vec![mount.clone(), dir.clone()];
     let server = TestServer::start(config);
@@ -469,7 +507,61 @@ fn read_errors_under_a_mapped_file_are_contained() {
         listed: name,
     };
     case.run_with(54, "failing reads of its second half (EIO)", |_| fs.fail());
-    assert!(fs.failed_reads.load(std::sync::atomic::Ordering::Relaxed) > 0);
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The same for a chesstb file.
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_chesstb() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_chesstb") {
+        return;
+    }
+    let name = "dtm50/KQKR.lzdtm50";
+    let Some((dir, from)) = chesstb_copy("read-error-chesstb", Some(name)) else { return };
+    let mount = dir.join("faulty");
+    let fs = faulty_mount(&mount, &from, &[name], name);
+    let server = TestServer::start(chesstb_config(&[&mount, &dir]));
+    let reference = TestServer::start(chesstb_config(&[&from]));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: mount.join("KQKR.lzdtm50"),
+        table: "KQKR.lzdtm50",
+        listed: "KQKR.lzdtm50",
+    };
+    case.run_with(55, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The same for a built-in table (the store's directory on the FUSE file
+/// system, read-only).
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_builtin() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_builtin") {
+        return;
+    }
+    let dir = builtin_tables("read-error-builtin");
+    let mount = dir.join("faulty");
+    let fs = faulty_mount(&mount, &dir, &["KQvK.tbsb", "KRvK.tbsb"], "KRvK.tbsb");
+    let server = TestServer::start(builtin_config(&mount));
+    let reference = TestServer::start(builtin_config(&dir));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KRvK",
+        other: "KQvK",
+        file: mount.join("KRvK.tbsb"),
+        table: "KRvK.tbsb",
+        listed: "KRvK (builtin)",
+    };
+    case.run_with(56, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
     drop((server, reference, fs));
     std::fs::remove_dir_all(&dir).ok();
 }

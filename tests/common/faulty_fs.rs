@@ -26,6 +26,10 @@ pub struct FaultyFile {
 /// The mounted file system; unmounted (lazily) when dropped.
 pub struct FaultyFs {
     pub dir: PathBuf,
+    /// The device, for notifications to the kernel.
+    device: std::fs::File,
+    /// Inode and bad range of each file that has one.
+    bad: Vec<(u64, Range<u64>)>,
     failing: Arc<AtomicBool>,
     /// Reads answered with EIO so far.
     pub failed_reads: Arc<AtomicU64>,
@@ -49,6 +53,7 @@ const RELEASEDIR: u32 = 29;
 const INTERRUPT: u32 = 36;
 const DESTROY: u32 = 38;
 const BATCH_FORGET: u32 = 42;
+const NOTIFY_INVAL_INODE: i32 = 2;
 
 impl FaultyFs {
     /// Mounts `files` at `dir` (created). `Err` when this machine cannot
@@ -75,17 +80,37 @@ impl FaultyFs {
         }
         let failing = Arc::new(AtomicBool::new(false));
         let failed_reads = Arc::new(AtomicU64::new(0));
+        let bad = files
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| !f.bad.is_empty())
+            .map(|(i, f)| (i as u64 + 2, f.bad.clone()))
+            .collect();
+        let notifier = device.try_clone()?;
         let server = Server { files, failing: Arc::clone(&failing), failed_reads: Arc::clone(&failed_reads) };
         // Ends when the file system is unmounted (the device then answers
         // ENODEV), or with the process.
         std::thread::Builder::new().name("faulty-fs".into()).spawn(move || server.serve(device)).unwrap();
-        Ok(FaultyFs { dir: dir.to_owned(), failing, failed_reads })
+        Ok(FaultyFs { dir: dir.to_owned(), device: notifier, bad, failing, failed_reads })
     }
 
-    /// From now on, reads of the files' bad ranges fail with EIO (pages
-    /// already in the page cache are not read again).
+    /// From now on, reads of the files' bad ranges fail with EIO; their
+    /// pages are dropped from the page cache (and from every mapping), as
+    /// the kernel may drop clean pages at any time, so that the next access
+    /// reads them again.
     pub fn fail(&self) {
+        use std::io::Write;
         self.failing.store(true, Ordering::SeqCst);
+        for (ino, range) in &self.bad {
+            // FUSE_NOTIFY_INVAL_INODE: header (error = the code), then
+            // inode, offset, length.
+            let mut payload = Vec::with_capacity(24);
+            payload.extend(ino.to_le_bytes());
+            payload.extend((range.start as i64).to_le_bytes());
+            payload.extend(((range.end - range.start) as i64).to_le_bytes());
+            let message = out_header(0, NOTIFY_INVAL_INODE, &payload);
+            (&self.device).write_all(&message).expect("invalidate the cached pages");
+        }
     }
 }
 
