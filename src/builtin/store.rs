@@ -34,6 +34,13 @@ use super::{
     schedule::{GenerationState, Progress, Queue},
 };
 
+/// Why a table whose file lost pages is refused, and what to do: a rescan
+/// keeps built-in tables, a restart opens the file again (or generates it
+/// again if it no longer checks out).
+pub(crate) fn lost_pages() -> String {
+    format!("{}: restart to open it again (a rescan keeps built-in tables)", mapguard::LOST_PAGES)
+}
+
 enum Data {
     Mapped(GuardedMap),
     Owned(Vec<u8>),
@@ -109,12 +116,7 @@ impl Table {
         // Checked on cache hits too: a block decoded from a lost page may
         // be in the cache, and nothing of this table is served any more.
         if self.lost_pages() {
-            return Err(format!(
-                "built-in table {}.{}: {}",
-                self.material.name(),
-                format::EXTENSION,
-                mapguard::LOST_PAGES
-            ));
+            return Err(format!("built-in table {}.{}: {}", self.material.name(), format::EXTENSION, lost_pages()));
         }
         result
     }
@@ -204,7 +206,7 @@ impl Table {
     pub(crate) fn damaged_blocks(&self) -> Vec<String> {
         let mut damaged = format::damaged_blocks(self.bytes(), &self.blocks);
         if self.lost_pages() {
-            damaged.push(mapguard::LOST_PAGES.to_owned());
+            damaged.push(lost_pages());
         }
         damaged
     }

@@ -175,7 +175,7 @@ impl RandomAccessFile for GuardedFile {
             .ok_or(std::io::ErrorKind::UnexpectedEof)?;
         buf.copy_from_slice(bytes);
         if self.0.faulted() {
-            return Err(std::io::Error::other(mapguard::LOST_PAGES));
+            return Err(std::io::Error::other(format!("{}: replace it and rescan", mapguard::LOST_PAGES)));
         }
         Ok(buf.len())
     }

@@ -7,7 +7,7 @@ use std::{
     sync::{Arc, atomic::AtomicBool},
 };
 
-use mapguard::{GuardedMap, LOST_PAGES};
+use mapguard::GuardedMap;
 
 use super::{
     cache::{Block, BlockCache, BlockKey, FileResult, LayeredBlock, Record},
@@ -289,7 +289,7 @@ impl TableFile {
         let index = IndexConfig::new(&material).ok_or("too many pawn slices for an opposing-pair table")?;
         let frames = parse(&map, kind, &material, &index)?;
         if map.faulted() {
-            return Err(LOST_PAGES.into());
+            return Err(lost_pages());
         }
         Ok(TableFile { id, kind, name, map, index, frames, closed: Default::default() })
     }
@@ -364,7 +364,7 @@ impl TableFile {
     fn block(&self, cache: &BlockCache, side: usize, s: &Stored, block: u64) -> FileResult<Option<Arc<Block>>> {
         let result = self.block_unchecked(cache, side, s, block);
         if self.map.faulted() {
-            return Err(LOST_PAGES.into());
+            return Err(lost_pages());
         }
         result
     }
@@ -482,6 +482,11 @@ fn within_layers(record: Record, kind: Kind) -> FileResult<Record> {
         }
         _ => Ok(record),
     }
+}
+
+/// Why a file whose mapping lost pages is refused, and what to do.
+pub(crate) fn lost_pages() -> String {
+    format!("{}: replace it and rescan", mapguard::LOST_PAGES)
 }
 
 /// What is wrong with a file of `bytes` bytes by its size alone: every

@@ -359,7 +359,7 @@ impl Chesstb {
             return Some(reason.clone());
         }
         if slot.lost.load(Ordering::Acquire) {
-            return Some(mapguard::LOST_PAGES.into());
+            return Some(file::lost_pages());
         }
         file::size_problem(slot.bytes).or_else(|| self.missing_companion(material, kind))
     }
@@ -374,7 +374,7 @@ impl Chesstb {
             return Err(error(reason.clone()));
         }
         if slot.lost.load(Ordering::Acquire) {
-            return Err(error(mapguard::LOST_PAGES.into()));
+            return Err(error(file::lost_pages()));
         }
         if let Some(f) = self.recent_file(slot.id) {
             return Ok(Some(f));

@@ -30,9 +30,9 @@ use std::{
 
 use memmap2::Mmap;
 
-/// Why a mapping that lost pages is refused: what the table sources say.
-pub const LOST_PAGES: &str =
-    "file lost pages while mapped (truncated in place or a disk read error): replace it and rescan";
+/// Why a mapping that lost pages is refused: what the table sources say
+/// (each adding how to recover).
+pub const LOST_PAGES: &str = "file lost pages while mapped (truncated in place or a disk read error)";
 
 /// Mappings registered at once, at most. A slot costs 24 bytes of the
 /// process's zero-initialised data, touched only when used.
