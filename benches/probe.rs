@@ -41,6 +41,10 @@ fn bench(c: &mut Criterion) {
     // Safety: the shared table files are read-only for the benchmark's lifetime.
     let mut raw = unsafe { shakmaty_syzygy::Tablebase::<Chess>::with_mmap_filesystem() };
     raw.add_directory(tables_dir().join("syzygy")).expect("syzygy tables");
+    // The same through tbserver's file system: maps whose lost pages fail reads.
+    let mut guarded =
+        shakmaty_syzygy::Tablebase::<Chess>::with_filesystem(tbserver::sources::guarded_syzygy_filesystem());
+    guarded.add_directory(tables_dir().join("syzygy")).expect("syzygy tables");
     let positions = positions();
     // Warm the page cache and the lazily opened tables.
     for pos in &positions {
@@ -55,6 +59,17 @@ fn bench(c: &mut Criterion) {
                     let mut after = pos.clone();
                     after.play_unchecked(m);
                     std::hint::black_box(raw.probe_dtz(&after).ok());
+                }
+            }
+        })
+    });
+    group.bench_function(BenchmarkId::new("guarded_raw_dtz_per_move", positions.len()), |b| {
+        b.iter(|| {
+            for pos in &positions {
+                for m in pos.legal_moves() {
+                    let mut after = pos.clone();
+                    after.play_unchecked(m);
+                    std::hint::black_box(guarded.probe_dtz(&after).ok());
                 }
             }
         })

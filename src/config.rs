@@ -17,8 +17,8 @@ pub struct Config {
     /// Directories with Syzygy `.rtbw`/`.rtbz` files.
     pub syzygy: Vec<PathBuf>,
     /// How Syzygy files are read: `mmap` (fast) or `read` (a system call per
-    /// read; survives files truncated in place and disk read errors, which
-    /// kill the process with SIGBUS under `mmap`).
+    /// read). Either way a file truncated in place or a disk read error fails
+    /// the probes of that file with `table_error`.
     pub syzygy_io: SyzygyIo,
     /// Directories with Gaviota `.gtb.cp4` files.
     pub gaviota: Vec<PathBuf>,

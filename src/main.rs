@@ -295,6 +295,11 @@ fn init_logging(format: LogFormat) {
 }
 
 fn main() -> ExitCode {
+    // Before any thread reads a memory-mapped table: a page lost under a
+    // mapping (a file truncated in place, a disk read error) then fails
+    // the probes of that table instead of killing the process. Mapping a
+    // table installs it too, so a failure here shows there.
+    let _ = mapguard::install();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Serve(args)) => serve(args),

@@ -5,6 +5,8 @@
 
 #[macro_use]
 mod common;
+#[path = "common/faulty_fs.rs"]
+mod faulty_fs;
 
 use std::{
     collections::BTreeMap,
@@ -212,27 +214,355 @@ fn replacement_by_rename_under_load() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
-/// Truncating a mapped table *in place* (not the update procedure): observed
-/// in a child process so that this test survives what happens to it.
+/// A table file truncated in place while mapped, under a server whose
+/// answers are compared with those of a reference server reading intact
+/// copies: after the fault each answer is the reference's, a 503
+/// `table_error` naming the file, or the reference's with the values that
+/// need the file left out and a `table_error` naming it; never anything else.
+struct FaultCase<'a> {
+    server: &'a TestServer,
+    reference: &'a TestServer,
+    /// The material whose file is truncated, e.g. `KQvKR`.
+    affected: &'a str,
+    /// The material of a table left alone.
+    other: &'a str,
+    /// The file, its name in errors and in `/api/v1/tables`.
+    file: PathBuf,
+    table: &'a str,
+    listed: &'a str,
+}
+
+/// Whether `after` is `reference` or `reference` with values the lost file
+/// gave left out (`null`, category `unknown`) and a `table_error` naming it.
+fn consistent(after: &Value, reference: &Value, table: &str) -> bool {
+    match (after, reference) {
+        (Value::Null, _) => true,
+        (Value::Object(a), Value::Object(r)) => a.iter().all(|(k, v)| match k.as_str() {
+            "table_error" => v.to_string().contains(table),
+            "category" if v == "unknown" => true,
+            // Derived from whichever values are left: not a table's value.
+            "mate_bound" | "no_mate_bound" => true,
+            _ => r.get(k).is_some_and(|rv| consistent(v, rv, table)),
+        }),
+        // Moves, in an order that depends on the values known: by move.
+        (Value::Array(a), Value::Array(r)) => {
+            a.len() == r.len()
+                && a.iter().all(|a| match a.get("uci") {
+                    Some(uci) => r.iter().any(|r| r.get("uci") == Some(uci) && consistent(a, r, table)),
+                    None => r.contains(a),
+                })
+        }
+        (a, r) => a == r,
+    }
+}
+
+impl FaultCase<'_> {
+    /// Probes a few positions of both tables (mapping the files), truncates
+    /// the affected file to half in place, then probes other positions of
+    /// both; returns the count of answers with a `table_error`.
+    fn run(&self, seed: u64) -> usize {
+        let truncate = |file: &Path| {
+            let len = std::fs::metadata(file).unwrap().len();
+            std::fs::OpenOptions::new().write(true).open(file).unwrap().set_len(len / 2).unwrap();
+        };
+        self.run_with(seed, "truncated in place while mapped", truncate)
+    }
+
+    /// As [`FaultCase::run`] with another fault than truncation.
+    fn run_with(&self, seed: u64, what: &str, fault: impl FnOnce(&Path)) -> usize {
+        let mut rng = common::Rng(seed);
+        let mut fens = |material: &str, n: usize| -> Vec<String> {
+            (0..n)
+                .map(|_| {
+                    let pos = common::random_position(&mut rng, material, 0);
+                    shakmaty::fen::Fen::from_position(&pos, shakmaty::EnPassantMode::Legal).to_string()
+                })
+                .collect()
+        };
+        let (first, affected, other) = (fens(self.affected, 3), fens(self.affected, 60), fens(self.other, 10));
+        for fen in first.iter().chain(&other) {
+            let (status, body) = probe(self.server, fen);
+            assert_eq!((status, &body), (200, &probe(self.reference, fen).1), "{fen}");
+        }
+        let len = std::fs::metadata(&self.file).unwrap().len();
+        fault(&self.file);
+        let (mut errors, mut lost) = (0, 0);
+        for fen in &affected {
+            let (status, body) = probe(self.server, fen);
+            let (ref_status, reference) = probe(self.reference, fen);
+            assert_eq!(ref_status, 200, "{fen}: {reference}");
+            if status == 503 {
+                assert_eq!(body["error"]["code"], "table_error", "{fen}: {body}");
+                assert!(body["error"].to_string().contains(self.table), "{fen}: {body}");
+            } else {
+                assert_eq!(status, 200, "{fen}: {body}");
+                assert!(consistent(&body, &reference, self.table), "{fen}: {body}\nreference: {reference}");
+                if body.get("table_error").is_none() {
+                    continue;
+                }
+            }
+            errors += 1;
+            lost += usize::from(body.to_string().contains("lost pages"));
+        }
+        for fen in &other {
+            let (status, body) = probe(self.server, fen);
+            assert_eq!((status, &body), (200, &probe(self.reference, fen).1), "{fen}: another table's answer");
+        }
+        // A read past the new end inside its last page finds zeros, not a
+        // fault: such probes fail on the data (a built-in block's CRC-32).
+        assert!(lost > 0, "no probe of the truncated {} met a lost page ({errors} errors)", self.table);
+        let listed = problems(self.server);
+        assert!(listed.get(self.listed).is_some_and(|p| p.contains("lost pages")), "{listed:?}");
+        assert_eq!(listed.len(), 1, "only the truncated file is listed: {listed:?}");
+        let (status, _) = self.server.get("/healthz");
+        assert_eq!(status, 200);
+        report!(
+            "{} ({len} bytes) {what}: {errors} of {} probes table_error ({lost} lost pages), the others and {} of {} as the reference",
+            self.table,
+            affected.len(),
+            other.len(),
+            self.other
+        );
+        errors
+    }
+}
+
+/// Truncating a mapped Syzygy file *in place* (not the update procedure):
+/// the probes that meet a lost page, and every later one that reads the
+/// file, answer `table_error`; the process keeps serving, and a rescan
+/// refuses the truncated file by its size.
 #[test]
-fn truncation_in_place_while_mapped_is_fatal_with_mmap() {
+fn truncation_in_place_while_mapped_is_contained_syzygy() {
     let Some(dir) = copy_tables("truncate") else { return };
-    let output = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "truncate_mapped_table_child", "--ignored", "--nocapture", "--test-threads=1"])
-        .env("TBSERVER_TRUNCATE_DIR", &dir)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(stderr.contains("child: probed before truncation"), "{stderr}");
-    use std::os::unix::process::ExitStatusExt;
-    // SIGBUS: the page behind the mapping is gone; no Rust code can turn
-    // that into an error. Hence the rename procedure, and a rescan refuses
-    // the truncated file (size check) for every later request.
-    assert_eq!(output.status.signal(), Some(7), "expected SIGBUS, got {:?}: {stderr}", output.status);
-    report!("truncation in place while mapped: child killed by SIGBUS (signal 7), as expected with mmap");
     let server = TestServer::start(config(&dir));
-    assert!(problems(&server).get("KQvKR.rtbw").is_some_and(|p| p.contains("unexpected size 0")));
-    assert_table_error(probe(&server, KQVKR), "KQvKR.rtbw");
+    let reference = TestServer::start(config(&syzygy_dir().unwrap()));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: dir.join("KQvKR.rtbz"),
+        table: "KQvKR.rtbz",
+        listed: "KQvKR.rtbz",
+    };
+    case.run(51);
+    server.state.rescan();
+    assert!(problems(&server).get("KQvKR.rtbz").is_some_and(|p| p.contains("unexpected size")));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// chesstb's KQKR, KQK and KRK in a fresh directory (`wdl/ dtz/ dtm/
+/// dtm50/`), but `leave_out`; the shared directory.
+fn chesstb_copy(name: &str, leave_out: Option<&str>) -> Option<(PathBuf, PathBuf)> {
+    let from = common::chesstb_dir()?;
+    let dir = std::env::temp_dir().join(format!("tbserver-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    for (sub, ext) in [("wdl", "lzw"), ("dtz", "lzdtz"), ("dtm", "lzdtm"), ("dtm50", "lzdtm50")] {
+        std::fs::create_dir_all(dir.join(sub)).unwrap();
+        for m in ["KQKR", "KQK", "KRK"] {
+            let name = format!("{sub}/{m}.{ext}");
+            if leave_out != Some(name.as_str()) {
+                std::fs::write(dir.join(&name), std::fs::read(from.join(&name)).unwrap()).unwrap();
+            }
+        }
+    }
+    Some((dir, from))
+}
+
+fn chesstb_config(dirs: &[&Path]) -> tbserver::config::Config {
+    // No block cache: every probe reads the file.
+    let mut config = tbserver::config::Config {
+        chesstb: dirs.iter().map(|d| d.to_path_buf()).collect(),
+        chesstb_cache_mib: 0,
+        cache_entries: 0,
+        ..Default::default()
+    };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    config
+}
+
+/// The same for a chesstb file (the DTM50 pack of KQKR).
+#[test]
+fn truncation_in_place_while_mapped_is_contained_chesstb() {
+    let Some((dir, from)) = chesstb_copy("truncate-chesstb", None) else { return };
+    let server = TestServer::start(chesstb_config(&[&dir]));
+    let reference = TestServer::start(chesstb_config(&[&from]));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: dir.join("dtm50/KQKR.lzdtm50"),
+        table: "KQKR.lzdtm50",
+        listed: "KQKR.lzdtm50",
+    };
+    case.run(52);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Built-in KQvK and KRvK, generated in a fresh directory.
+fn builtin_tables(name: &str) -> PathBuf {
+    use tbserver::builtin::{Material, Store};
+    let dir = std::env::temp_dir().join(format!("tbserver-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let store = Store::new(&dir, true);
+    for m in ["KQvK", "KRvK"] {
+        store.table(&Material::parse(m).unwrap()).unwrap();
+    }
+    dir
+}
+
+fn builtin_config(dir: &Path) -> tbserver::config::Config {
+    let mut config = tbserver::config::Config { cache_entries: 0, ..Default::default() };
+    config.builtin.dir = dir.to_owned();
+    config.builtin.mode = tbserver::config::BuiltinMode::ReadOnly;
+    // No block cache: every probe reads the file.
+    config.builtin.cache_mib = 0;
+    config
+}
+
+/// The same for a built-in table.
+#[test]
+fn truncation_in_place_while_mapped_is_contained_builtin() {
+    let dir = builtin_tables("truncate-builtin");
+    let copy = dir.join("intact");
+    std::fs::create_dir_all(&copy).unwrap();
+    for m in ["KQvK", "KRvK"] {
+        std::fs::copy(dir.join(format!("{m}.tbsb")), copy.join(format!("{m}.tbsb"))).unwrap();
+    }
+    let server = TestServer::start(builtin_config(&dir));
+    let reference = TestServer::start(builtin_config(&copy));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KRvK",
+        other: "KQvK",
+        file: dir.join("KRvK.tbsb"),
+        table: "KRvK.tbsb",
+        listed: "KRvK (builtin)",
+    };
+    case.run(53);
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// Whether this process may mount a FUSE file system. Without root that
+/// fails the test under `CI=true` (as tests/operator_actions.rs); without
+/// `/dev/fuse` (a container not given the device) the test says that it
+/// skipped.
+fn fuse_allowed(test: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        assert!(std::env::var("CI").map_or(true, |v| v != "true"), "{test} needs root (a FUSE mount) under CI=true");
+        eprintln!("SKIPPED: {test} needs root (a FUSE mount)");
+        return false;
+    }
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("SKIPPED: {test} needs /dev/fuse");
+        return false;
+    }
+    true
+}
+
+/// `files` of `from` on a FUSE file system at `mount` whose reads of the
+/// second half of `failing` fail with EIO once [`faulty_fs::FaultyFs::fail`]
+/// is called.
+fn faulty_mount(mount: &Path, from: &Path, files: &[&str], failing: &str) -> faulty_fs::FaultyFs {
+    let files = files
+        .iter()
+        .map(|name| {
+            let bytes = std::fs::read(from.join(name)).unwrap();
+            let len = bytes.len() as u64;
+            let file = Path::new(name).file_name().unwrap().to_str().unwrap().to_owned();
+            let bad = if *name == failing { (len / 2) & !4095..len } else { 0..0 };
+            faulty_fs::FaultyFile { name: file, bytes, bad }
+        })
+        .collect();
+    faulty_fs::FaultyFs::mount(mount, files).expect("mount a FUSE file system")
+}
+
+/// A disk read error under a mapped Syzygy file: served by a FUSE file
+/// system of the test whose reads of the file's second half fail with EIO
+/// from some point on (pages read before stay in the page cache).
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_syzygy() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_syzygy") {
+        return;
+    }
+    let Some(dir) = copy_tables("read-error") else { return };
+    let name = "KQvKR.rtbz";
+    let mount = dir.join("faulty");
+    let fs = faulty_mount(&mount, &dir, &[name], name);
+    std::fs::remove_file(dir.join(name)).unwrap();
+    let mut config = config(&dir);
+    config.syzygy = vec![mount.clone(), dir.clone()];
+    let server = TestServer::start(config);
+    let reference = TestServer::start(self::config(&syzygy_dir().unwrap()));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: mount.join(name),
+        table: name,
+        listed: name,
+    };
+    case.run_with(54, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The same for a chesstb file.
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_chesstb() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_chesstb") {
+        return;
+    }
+    let name = "dtm50/KQKR.lzdtm50";
+    let Some((dir, from)) = chesstb_copy("read-error-chesstb", Some(name)) else { return };
+    let mount = dir.join("faulty");
+    let fs = faulty_mount(&mount, &from, &[name], name);
+    let server = TestServer::start(chesstb_config(&[&mount, &dir]));
+    let reference = TestServer::start(chesstb_config(&[&from]));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KQvKR",
+        other: "KRvK",
+        file: mount.join("KQKR.lzdtm50"),
+        table: "KQKR.lzdtm50",
+        listed: "KQKR.lzdtm50",
+    };
+    case.run_with(55, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The same for a built-in table (the store's directory on the FUSE file
+/// system, read-only).
+#[test]
+fn read_errors_under_a_mapped_file_are_contained_builtin() {
+    if !fuse_allowed("read_errors_under_a_mapped_file_are_contained_builtin") {
+        return;
+    }
+    let dir = builtin_tables("read-error-builtin");
+    let mount = dir.join("faulty");
+    let fs = faulty_mount(&mount, &dir, &["KQvK.tbsb", "KRvK.tbsb"], "KRvK.tbsb");
+    let server = TestServer::start(builtin_config(&mount));
+    let reference = TestServer::start(builtin_config(&dir));
+    let case = FaultCase {
+        server: &server,
+        reference: &reference,
+        affected: "KRvK",
+        other: "KQvK",
+        file: mount.join("KRvK.tbsb"),
+        table: "KRvK.tbsb",
+        listed: "KRvK (builtin)",
+    };
+    case.run_with(56, "failing reads of its second half (EIO)", |_| fs.fail());
+    assert!(fs.failed_reads.load(Ordering::Relaxed) > 0);
+    drop((server, reference, fs));
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -250,19 +580,6 @@ fn truncation_in_place_is_a_table_error_with_read_io() {
     let (status, _) = probe(&server, KRVK);
     assert_eq!(status, 200);
     std::fs::remove_dir_all(&dir).ok();
-}
-
-#[test]
-#[ignore = "run by truncation_in_place_while_mapped_is_fatal_with_mmap in a child process"]
-fn truncate_mapped_table_child() {
-    let dir = PathBuf::from(std::env::var_os("TBSERVER_TRUNCATE_DIR").expect("run by the parent test"));
-    let tb = tbserver::app::open_table_dirs(std::slice::from_ref(&dir), &[]);
-    let pos = tbserver::request::parse_fen(KQVKR).unwrap();
-    assert!(tb.wdl(&pos).unwrap().is_some());
-    eprintln!("child: probed before truncation");
-    std::fs::OpenOptions::new().write(true).open(dir.join("KQvKR.rtbw")).unwrap().set_len(0).unwrap();
-    let again = tb.wdl(&pos);
-    eprintln!("child: survived truncation: {again:?}");
 }
 
 /// libgtb opens Gaviota files by name itself and crashes (SIGSEGV) on a

@@ -2,12 +2,12 @@
 //! lower ones stay free of the service's machinery, as `cargo metadata`
 //! reports them (normal dependencies; dev-dependencies may differ):
 //!
-//! - `tbcache` and `tbformat` depend on no crate of the workspace;
-//! - `tbgen` on `tbformat` only, `chesstb-reader` on `tbcache` only;
+//! - `mapguard`, `tbcache` and `tbformat` depend on no crate of the workspace;
+//! - `tbgen` on `tbformat` only, `chesstb-reader` on `mapguard` and `tbcache` only;
 //! - the format (`tbformat`) pulls in none of tokio, rayon, axum, utoipa or
 //!   hyper, the generator (`tbgen`) none of axum, utoipa, hyper or tokio,
-//!   and the chesstb reader and the caches none of tokio, axum, utoipa or
-//!   hyper, directly or through another crate.
+//!   and the chesstb reader, the caches and the guarded maps none of tokio,
+//!   axum, utoipa or hyper, directly or through another crate.
 //!
 //! Plain Rust, no shared data needed: `cargo test --release --test workspace`.
 
@@ -71,12 +71,13 @@ fn closure(deps: &BTreeMap<String, BTreeSet<String>>, name: &str) -> BTreeSet<St
 #[test]
 fn workspace_crates_depend_on_each_other_in_one_direction() {
     let (deps, members) = graph();
-    let expected: [(&str, &[&str]); 5] = [
+    let expected: [(&str, &[&str]); 6] = [
+        ("mapguard", &[]),
         ("tbcache", &[]),
         ("tbformat", &[]),
         ("tbgen", &["tbformat"]),
-        ("chesstb-reader", &["tbcache"]),
-        ("tbserver", &["chesstb-reader", "tbcache", "tbformat", "tbgen"]),
+        ("chesstb-reader", &["mapguard", "tbcache"]),
+        ("tbserver", &["chesstb-reader", "mapguard", "tbcache", "tbformat", "tbgen"]),
     ];
     assert_eq!(members, expected.iter().map(|(n, _)| n.to_string()).collect(), "the workspace's members");
     for (name, within) in expected {
@@ -89,7 +90,8 @@ fn workspace_crates_depend_on_each_other_in_one_direction() {
 #[test]
 fn lower_crates_pull_in_none_of_the_service_machinery() {
     let (deps, _) = graph();
-    let forbidden: [(&str, &[&str]); 4] = [
+    let forbidden: [(&str, &[&str]); 5] = [
+        ("mapguard", &["tokio", "rayon", "axum", "utoipa", "hyper"]),
         ("tbformat", &["tokio", "rayon", "axum", "utoipa", "hyper"]),
         ("tbgen", &["axum", "utoipa", "hyper", "tokio"]),
         ("chesstb-reader", &["tokio", "axum", "utoipa", "hyper"]),

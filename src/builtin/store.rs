@@ -12,7 +12,7 @@ use std::{
 };
 
 use arrayvec::ArrayVec;
-use memmap2::Mmap;
+use mapguard::GuardedMap;
 use shakmaty::{Color, Role};
 use tokio::sync::watch;
 
@@ -34,8 +34,15 @@ use super::{
     schedule::{GenerationState, Progress, Queue},
 };
 
+/// Why a table whose file lost pages is refused, and what to do: a rescan
+/// keeps built-in tables, a restart opens the file again (or generates it
+/// again if it no longer checks out).
+pub(crate) fn lost_pages() -> String {
+    format!("{}: restart to open it again (a rescan keeps built-in tables)", mapguard::LOST_PAGES)
+}
+
 enum Data {
-    Mapped(Mmap),
+    Mapped(GuardedMap),
     Owned(Vec<u8>),
 }
 
@@ -98,14 +105,30 @@ impl Table {
     fn with_block<R>(&self, idx: u32, part: Dtm50Part, f: impl FnOnce(&DecodedBlock, u32) -> R) -> Result<R, String> {
         let (b, j) = self.blocks.locate(idx);
         let key = BlockKey { table: self.serial, block: b as u32, part };
-        self.cache.with_block(
+        let result = self.cache.with_block(
             key,
             || {
                 format::decode_block_part(self.bytes(), &self.blocks, b, part)
                     .map_err(|e| format!("built-in table {}.{} {e}", self.material.name(), format::EXTENSION))
             },
             |block| f(block, j as u32),
-        )
+        );
+        // Checked on cache hits too: a block decoded from a lost page may
+        // be in the cache, and nothing of this table is served any more.
+        if self.lost_pages() {
+            return Err(format!("built-in table {}.{}: {}", self.material.name(), format::EXTENSION, lost_pages()));
+        }
+        result
+    }
+
+    /// Whether the table's file lost pages while mapped (truncated in place,
+    /// a disk read error): every later probe of it fails.
+    #[inline]
+    pub fn lost_pages(&self) -> bool {
+        match &self.data {
+            Data::Mapped(m) => m.faulted(),
+            Data::Owned(_) => false,
+        }
     }
 
     /// All values at `idx`, DTM50 at clock 0 ([`value::UNKNOWN`] in a table
@@ -181,7 +204,11 @@ impl Table {
     /// Decodes every block (bypassing the cache): what is wrong with each
     /// damaged one, naming it.
     pub(crate) fn damaged_blocks(&self) -> Vec<String> {
-        format::damaged_blocks(self.bytes(), &self.blocks)
+        let mut damaged = format::damaged_blocks(self.bytes(), &self.blocks);
+        if self.lost_pages() {
+            damaged.push(lost_pages());
+        }
+        damaged
     }
 }
 
@@ -221,7 +248,7 @@ impl tbgen::stats::Scan for Table {
         if let Data::Mapped(map) = &self.data {
             // SAFETY: a read-only mapping of a file: dropped pages are read
             // again from the file when next touched.
-            let _ = unsafe { map.unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
+            let _ = unsafe { map.mmap().unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };
         }
     }
 }
@@ -1006,8 +1033,9 @@ impl Inner {
             Err(e) => return Err(format!("{}: {e}", path.display())),
         };
         // SAFETY: the cache directory belongs to tbserver; files are replaced
-        // by rename, never modified in place.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
+        // by rename, never modified in place. Pages lost while mapped (a file
+        // truncated in place, a read error) are contained by `mapguard`.
+        let map = unsafe { GuardedMap::map(&file) }.map_err(|e| format!("{}: {e}", path.display()))?;
         let in_error = |e: String| format!("{}: {e}", path.display());
         if let Some(header) = written
             && !map.starts_with(header)

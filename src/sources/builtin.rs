@@ -188,7 +188,7 @@ impl TableSource for BuiltinSource {
                     pieces: t.material.pieces(),
                     bytes: t.file_size(),
                     path: t.path.as_ref().map(|p| p.display().to_string()),
-                    problems: Vec::new(),
+                    problems: if t.lost_pages() { vec![crate::builtin::store::lost_pages()] } else { Vec::new() },
                     has_stats: true,
                 }
             })

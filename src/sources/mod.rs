@@ -22,6 +22,13 @@ use tbgen::stats::TableStats;
 
 use crate::domain::{Dtc, Source};
 
+/// The file system Syzygy tables are read through with `syzygy_io =
+/// "mmap"`: memory maps whose lost pages fail the reads that meet them
+/// (for benchmarks against `shakmaty-syzygy`'s own).
+pub fn guarded_syzygy_filesystem() -> Arc<dyn shakmaty_syzygy::filesystem::Filesystem> {
+    Arc::new(syzygy::GuardedFilesystem)
+}
+
 /// A table that exists but could not be read: broken, truncated, unreadable.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize)]
 #[error("table {table}: {reason}")]

@@ -6,11 +6,14 @@ use std::{
     io::Read,
     panic::{AssertUnwindSafe, catch_unwind},
     path::{Path, PathBuf},
-    sync::Mutex,
+    sync::{Arc, Mutex},
 };
 
 use shakmaty::{Chess, Position};
-use shakmaty_syzygy::{Dtz, MaybeRounded, Metric, ProbeError, SyzygyError, Tablebase, Wdl};
+use shakmaty_syzygy::{
+    Dtz, MaybeRounded, Metric, ProbeError, SyzygyError, Tablebase, Wdl,
+    filesystem::{Filesystem, RandomAccessFile, ReadHint},
+};
 use tracing::{info, warn};
 
 use super::{BestMove, ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
@@ -37,11 +40,7 @@ impl SyzygySource {
     /// they never stop the others from being served.
     pub fn open(dirs: &[PathBuf], io: SyzygyIo) -> SyzygySource {
         let mut tablebase = match io {
-            // Safety: table files are opened read-only and must not be
-            // modified in place while mapped (a truncated one raises SIGBUS,
-            // see tests/broken_tables.rs); the documented update procedure
-            // replaces files by rename, which leaves existing maps intact.
-            SyzygyIo::Mmap => unsafe { Tablebase::with_mmap_filesystem() },
+            SyzygyIo::Mmap => Tablebase::with_filesystem(Arc::new(GuardedFilesystem)),
             SyzygyIo::Read => Tablebase::new(),
         };
         let mut tables = Vec::new();
@@ -135,6 +134,50 @@ impl SyzygySource {
     /// server does); two more never can, so those are not even tried.
     fn beyond_reach(&self, pos: &Chess) -> bool {
         pos.board().occupied().count() > self.tablebase.max_pieces() + 1
+    }
+}
+
+/// Memory-mapped table files whose lost pages (a file truncated in place, a
+/// disk read error) fail the reads that meet them, through [`mapguard`].
+pub(crate) struct GuardedFilesystem;
+
+impl Filesystem for GuardedFilesystem {
+    fn regular_file_size(&self, path: &Path) -> std::io::Result<u64> {
+        let meta = fs::metadata(path)?;
+        if !meta.is_file() {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
+        }
+        Ok(meta.len())
+    }
+
+    fn read_dir(&self, path: &Path) -> std::io::Result<Vec<PathBuf>> {
+        fs::read_dir(path)?.map(|e| e.map(|e| e.path())).collect()
+    }
+
+    fn open(&self, path: &Path) -> std::io::Result<Box<dyn RandomAccessFile>> {
+        let file = fs::File::open(path)?;
+        // SAFETY: table files are opened read-only and are replaced by
+        // rename, never rewritten in place; pages lost while mapped (a file
+        // truncated in place, a read error) are contained by `mapguard`.
+        let map = unsafe { mapguard::GuardedMap::map(&file)? };
+        Ok(Box::new(GuardedFile(map)))
+    }
+}
+
+struct GuardedFile(mapguard::GuardedMap);
+
+impl RandomAccessFile for GuardedFile {
+    #[inline]
+    fn read_at(&self, buf: &mut [u8], offset: u64, _hint: ReadHint) -> std::io::Result<usize> {
+        let bytes = usize::try_from(offset)
+            .ok()
+            .and_then(|start| self.0.get(start..start.checked_add(buf.len())?))
+            .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+        buf.copy_from_slice(bytes);
+        if self.0.faulted() {
+            return Err(std::io::Error::other(format!("{}: replace it and rescan", mapguard::LOST_PAGES)));
+        }
+        Ok(buf.len())
     }
 }
 

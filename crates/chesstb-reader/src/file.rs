@@ -1,9 +1,13 @@
 //! One chesstb table file: header, per-side frames, offset sections and
 //! block decoding (LZ4 with a dictionary for WDL, raw LZMA1 for the rest).
 
-use std::{ops::Range, path::Path, sync::Arc};
+use std::{
+    ops::Range,
+    path::Path,
+    sync::{Arc, atomic::AtomicBool},
+};
 
-use memmap2::Mmap;
+use mapguard::GuardedMap;
 
 use super::{
     cache::{Block, BlockCache, BlockKey, FileResult, LayeredBlock, Record},
@@ -246,7 +250,7 @@ pub(crate) struct TableFile {
     pub id: u32,
     pub kind: Kind,
     pub name: String,
-    map: Mmap,
+    map: GuardedMap,
     pub index: IndexConfig,
     /// By side to move in the table's colours (0 = the side named first).
     pub frames: [Frame; 2],
@@ -268,14 +272,25 @@ fn material_key(m: &TableMaterial) -> u32 {
 }
 
 impl TableFile {
-    pub fn open(id: u32, path: &Path, kind: Kind, material: TableMaterial) -> FileResult<TableFile> {
+    /// Opens and maps `path`; `lost` is set if the mapping loses pages.
+    pub fn open(
+        id: u32,
+        path: &Path,
+        kind: Kind,
+        material: TableMaterial,
+        lost: Arc<AtomicBool>,
+    ) -> FileResult<TableFile> {
         let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-        // SAFETY: table files are read-only inputs; like every memory-mapped
-        // table reader, a file truncated while mapped is outside our control.
-        let map = unsafe { Mmap::map(&file) }.map_err(|e| format!("cannot map: {e}"))?;
+        // SAFETY: table files are read-only inputs, replaced by rename, never
+        // rewritten in place; pages lost while mapped (truncated in place, a
+        // read error) are contained by `mapguard` and flagged in `lost`.
+        let map = unsafe { GuardedMap::map_flagged(&file, lost) }.map_err(|e| format!("cannot map: {e}"))?;
         let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         let index = IndexConfig::new(&material).ok_or("too many pawn slices for an opposing-pair table")?;
         let frames = parse(&map, kind, &material, &index)?;
+        if map.faulted() {
+            return Err(lost_pages());
+        }
         Ok(TableFile { id, kind, name, map, index, frames, closed: Default::default() })
     }
 
@@ -295,7 +310,7 @@ impl TableFile {
     pub(crate) fn checksum_ok(&self) -> bool {
         let mut check = TrailerChecksum::new();
         check.update(self.bytes());
-        check.matches()
+        check.matches() && !self.map.faulted()
     }
 
     /// The raw stored code (WDL) or rank value (others) of a non-layered
@@ -344,7 +359,23 @@ impl TableFile {
         within_layers(record, self.kind).map(Some)
     }
 
+    /// The decoded `block`, cached; fails once the mapping lost pages: what
+    /// was read from it (offsets, compressed bytes) may then be zeros.
     fn block(&self, cache: &BlockCache, side: usize, s: &Stored, block: u64) -> FileResult<Option<Arc<Block>>> {
+        let result = self.block_unchecked(cache, side, s, block);
+        if self.map.faulted() {
+            return Err(lost_pages());
+        }
+        result
+    }
+
+    fn block_unchecked(
+        &self,
+        cache: &BlockCache,
+        side: usize,
+        s: &Stored,
+        block: u64,
+    ) -> FileResult<Option<Arc<Block>>> {
         if block >= s.block_count {
             return Err(format!("block {block} beyond the {} of the frame", s.block_count));
         }
@@ -451,6 +482,11 @@ fn within_layers(record: Record, kind: Kind) -> FileResult<Record> {
         }
         _ => Ok(record),
     }
+}
+
+/// Why a file whose mapping lost pages is refused, and what to do.
+pub(crate) fn lost_pages() -> String {
+    format!("{}: replace it and rescan", mapguard::LOST_PAGES)
 }
 
 /// What is wrong with a file of `bytes` bytes by its size alone: every

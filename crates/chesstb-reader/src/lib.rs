@@ -101,7 +101,7 @@ use std::{
     path::{Path, PathBuf},
     sync::{
         Arc, OnceLock,
-        atomic::{AtomicU64, Ordering},
+        atomic::{AtomicBool, AtomicU64, Ordering},
     },
 };
 
@@ -136,6 +136,10 @@ struct Slot {
     /// Why the file cannot be read, once an opening found out: it is not
     /// tried again (the file is listed with this problem).
     broken: OnceLock<String>,
+    /// Set when a mapping of the file lost pages (truncated in place, a disk
+    /// read error): refused from then on, like a broken file, and decoded
+    /// blocks of it are never used again.
+    lost: Arc<AtomicBool>,
 }
 
 #[derive(Default)]
@@ -247,7 +251,7 @@ impl Chesstb {
                     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
                     slots.entry((material, kind)).or_insert_with(|| {
                         next_id += 1;
-                        Slot { id: next_id, path, bytes, broken: OnceLock::new() }
+                        Slot { id: next_id, path, bytes, broken: OnceLock::new(), lost: Arc::default() }
                     });
                 }
             }
@@ -354,6 +358,9 @@ impl Chesstb {
         if let Some(reason) = slot.broken.get() {
             return Some(reason.clone());
         }
+        if slot.lost.load(Ordering::Acquire) {
+            return Some(file::lost_pages());
+        }
         file::size_problem(slot.bytes).or_else(|| self.missing_companion(material, kind))
     }
 
@@ -366,11 +373,14 @@ impl Chesstb {
         if let Some(reason) = slot.broken.get() {
             return Err(error(reason.clone()));
         }
+        if slot.lost.load(Ordering::Acquire) {
+            return Err(error(file::lost_pages()));
+        }
         if let Some(f) = self.recent_file(slot.id) {
             return Ok(Some(f));
         }
         let opened = self.open_files.try_get_with(slot.id, || {
-            let f = file::TableFile::open(slot.id, &slot.path, kind, *material)?;
+            let f = file::TableFile::open(slot.id, &slot.path, kind, *material, Arc::clone(&slot.lost))?;
             self.open_stats.opened.fetch_add(1, Ordering::Relaxed);
             Ok::<_, String>(Arc::new(f))
         });
