@@ -697,8 +697,39 @@ mod tests {
         let current_thread = tokio::runtime::Builder::new_current_thread().build().unwrap();
         current_thread.block_on(async { assert!(state.inline_slot().is_none(), "the only thread") });
         assert!(state.inline_slot().is_none(), "outside a runtime");
-        let read = Tablebases::new(vec![Arc::new(SyzygySource::open(&[], SyzygyIo::Read))]);
-        let state = Shared::new(Arc::new(read), Config::default());
-        runtime.block_on(async { assert!(state.inline_slot().is_none(), "tables read from their files") });
+    }
+
+    /// Which positions may block: a source reading files blocks positions
+    /// within its reach (and one piece beyond, for their captures), never
+    /// others; memory-mapped Syzygy files never.
+    #[test]
+    fn positions_within_reach_of_file_reads_may_block() {
+        struct Files;
+        impl crate::sources::TableSource for Files {
+            fn source(&self) -> crate::domain::Source {
+                crate::domain::Source::Gaviota
+            }
+            fn max_pieces(&self) -> usize {
+                4
+            }
+            fn tables(&self) -> Vec<crate::sources::TableInfo> {
+                Vec::new()
+            }
+        }
+        let pos = |fen: &str| -> Chess {
+            fen.parse::<shakmaty::fen::Fen>().unwrap().into_position(shakmaty::CastlingMode::Standard).unwrap()
+        };
+        let (three, five, six) = (
+            pos("8/8/8/4k3/8/8/8/R3K3 w - - 0 1"),
+            pos("8/8/8/4k3/8/2n5/3n4/R3K3 w - - 0 1"),
+            pos("8/8/8/4k3/8/2n5/3n4/R3K1R1 w - - 0 1"),
+        );
+        let files = Tablebases::new(vec![Arc::new(Files)]);
+        assert!(files.may_block(&three) && files.may_block(&five));
+        assert!(!files.may_block(&six), "neither it nor a capture reaches a 4-piece table");
+        let mapped = Tablebases::new(vec![Arc::new(SyzygySource::open(&[], SyzygyIo::Mmap))]);
+        assert!(!mapped.may_block(&three));
+        let read = Tablebases::new(vec![Arc::new(SyzygySource::open(&[], SyzygyIo::Read)), Arc::new(Files)]);
+        assert!(read.may_block(&three), "one source that may block is enough");
     }
 }
