@@ -117,10 +117,8 @@ impl BuiltinSource {
             std::thread::Builder::new()
                 .name("builtin-open".into())
                 .spawn(move || {
-                    for m in builtin::all_materials(lazy) {
-                        if opener.find(&m).is_some() {
-                            let _ = opener.table(&m);
-                        }
+                    for (m, _) in opener.on_disk_unopened().into_iter().filter(|(m, _)| m.pieces() <= lazy) {
+                        let _ = opener.table(&m);
                     }
                 })
                 .expect("spawn thread");
