@@ -342,6 +342,73 @@ fn slow_and_idle_connections_are_cut_and_make_room() {
     );
 }
 
+/// A client that asks and asks but reads no answer: once the socket's
+/// buffers are full, the connection is closed after the idle limit, as an
+/// idle one would be, instead of holding its answers for ever.
+#[test]
+fn a_client_that_stops_reading_is_cut() {
+    use std::io::{Read, Write};
+    let Some(mut config) = config() else { return };
+    config.limits.idle_timeout_ms = 1500;
+    let server = TestServer::start(config);
+    let document = fresh_client().get(format!("{}/api/openapi.json", server.base)).send().unwrap().bytes().unwrap();
+    // Far more answer than the kernel buffers of both ends hold (a few MiB on loopback).
+    let requests = (64 << 20) / document.len() + 1;
+    let mut stream = std::net::TcpStream::connect(server.base.trim_start_matches("http://")).unwrap();
+    let request = b"GET /api/openapi.json HTTP/1.1\r\nHost: x\r\n\r\n";
+    stream.set_write_timeout(Some(Duration::from_secs(2))).unwrap();
+    let started = Instant::now();
+    let mut sent = 0;
+    // The server stops reading requests too once its answers back up: what
+    // it has not taken within the write timeout is not sent.
+    while sent < requests && stream.write_all(request).is_ok() {
+        sent += 1;
+    }
+    let closed = closed_count(&server, "send_stalled");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut count = closed();
+    while count < 1.0 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+        count = closed();
+    }
+    let cut_after = started.elapsed();
+    assert_eq!(count, 1.0, "the connection was not closed for not reading");
+    // Whatever the client reads now ends: the server closed its side.
+    stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let mut taken = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    let ended = loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break true,
+            Ok(n) => taken += n,
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break true,
+            Err(_) => break false,
+        }
+    };
+    assert!(ended, "the connection stayed open after {taken} bytes");
+    // Others are served meanwhile and after.
+    let url = format!("{}/api/v1/probe?fen={}", server.base, enc(KRVK));
+    assert_eq!(fresh_client().get(&url).send().unwrap().status(), 200);
+    report!(
+        "a client that stops reading: {sent} requests of {} KiB answers sent, cut {:.1} s after the first (idle limit 1.5 s), {} MiB of answers taken before the close",
+        document.len() >> 10,
+        cut_after.as_secs_f64(),
+        taken >> 20
+    );
+}
+
+/// Reads `tbserver_connections_closed_total{reason}` from `/prometheus`.
+fn closed_count<'a>(server: &'a TestServer, reason: &'a str) -> impl Fn() -> f64 + 'a {
+    move || {
+        let metrics = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
+        metrics
+            .lines()
+            .find(|l| l.starts_with(&format!("tbserver_connections_closed_total{{reason=\"{reason}\"}}")))
+            .and_then(|l| l.rsplit(' ').next()?.parse().ok())
+            .unwrap_or(0.0)
+    }
+}
+
 /// A client whose connections come from `ip` (any 127.x.y.z reaches the
 /// server on Linux), so that the server sees distinct clients; a connection
 /// per request, as the test proxy forwards only the first on each.

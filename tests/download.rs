@@ -568,3 +568,47 @@ fn a_server_names_the_download_and_serves_it_after_a_rescan() {
     report!("download: missing_table names `{command}`; after it and a rescan KRvK is served (win)");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A rescan (SIGHUP) that finds every file as it was keeps the served index
+/// as it is, with its maps and caches; one that finds a file added reopens
+/// that source only.
+#[test]
+fn a_rescan_reopens_only_the_sources_whose_files_changed() {
+    let (Some(syzygy), Some(chesstb)) = (common::syzygy_dir(), common::chesstb_dir()) else { return };
+    let dir = scratch("unchanged");
+    for name in ["KQvK.rtbw", "KQvK.rtbz"] {
+        std::fs::copy(syzygy.join(name), dir.join(name)).unwrap();
+    }
+    let mut config = tbserver::config::Config {
+        syzygy: vec![dir.clone()],
+        chesstb: vec![chesstb],
+        cache_entries: 100,
+        ..Default::default()
+    };
+    config.builtin.mode = tbserver::config::BuiltinMode::Off;
+    let server = common::TestServer::start(config);
+    let source_of = |tablebases: &tbserver::tablebase::Tablebases, source: tbserver::domain::Source| {
+        tablebases.source_handles().find(|s| s.source() == source).cloned().unwrap()
+    };
+    let krvk = format!("/api/v1/probe?fen={}", common::enc("8/8/8/4k3/8/8/8/KR6 w - - 0 1"));
+    let (status, body) = server.get(&krvk);
+    assert_eq!((status, body["sources"]["wdl50"].as_str()), (200, Some("chesstb")), "{body}");
+
+    let before = server.state.tablebases();
+    let after = server.state.rescan();
+    assert!(std::sync::Arc::ptr_eq(&before, &after), "nothing changed, yet the index was replaced");
+
+    for name in ["KRvK.rtbw", "KRvK.rtbz"] {
+        std::fs::copy(syzygy.join(name), dir.join(name)).unwrap();
+    }
+    let after = server.state.rescan();
+    assert!(!std::sync::Arc::ptr_eq(&before, &after), "a table was added, yet the index was kept");
+    use tbserver::domain::Source;
+    assert!(!std::sync::Arc::ptr_eq(&source_of(&before, Source::Syzygy), &source_of(&after, Source::Syzygy)));
+    assert!(std::sync::Arc::ptr_eq(&source_of(&before, Source::Chesstb), &source_of(&after, Source::Chesstb)));
+    // The cached answer (WDL from chesstb) is not served any more: Syzygy comes first.
+    let (status, body) = server.get(&krvk);
+    assert_eq!((status, body["sources"]["wdl50"].as_str()), (200, Some("syzygy")), "{body}");
+    report!("rescan: unchanged files keep the index; KRvK added: Syzygy reopened, chesstb kept, answer from Syzygy");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -132,10 +132,17 @@ impl Shared {
     }
 
     /// Indexes the table directories again and serves from the new index;
-    /// requests in flight finish on the old one. Cached answers are dropped,
-    /// as they may come from replaced tables. Returns the new index.
+    /// requests in flight finish on the old one. Sources whose files are
+    /// unchanged are kept with their caches; when any changed, cached
+    /// answers are dropped, as they may come from replaced tables. Returns
+    /// the index now served.
     pub fn rescan(&self) -> Arc<Tablebases> {
-        let fresh = Arc::new(crate::app::rescan_tablebases(&self.config, &self.tablebases()));
+        let current = self.tablebases();
+        let Some(fresh) = crate::app::rescan_tablebases(&self.config, &current) else {
+            tracing::info!(tables = current.tables().len(), "tables rescanned: no file changed");
+            return current;
+        };
+        let fresh = Arc::new(fresh);
         *self.tablebases.write().unwrap_or_else(|e| e.into_inner()) = Arc::clone(&fresh);
         // After the swap: whoever reads the new generation computes on `fresh`.
         self.drop_cached_answers();

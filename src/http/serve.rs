@@ -11,7 +11,8 @@
 //! within `limits.head_timeout_ms` of the accept or of the first byte of a
 //! later request, and a connection with nothing to do after an answer is
 //! closed after `limits.idle_timeout_ms`; a read then fails, and hyper drops
-//! the connection. [`Connections`] counts them all and, at
+//! the connection. A client that takes no byte of an answer for that idle
+//! time is cut the same way, through the write. [`Connections`] counts them all and, at
 //! `limits.max_connections`, closes the one waiting longest for a head.
 
 use std::{
@@ -24,7 +25,7 @@ use std::{
         Arc, Mutex,
         atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering},
     },
-    task::{Context, Poll, Waker, ready},
+    task::{Context, Poll, Waker},
     time::Duration,
 };
 
@@ -263,6 +264,8 @@ impl Listener {
             track,
             timer: Box::pin(tokio::time::sleep_until(Instant::now())),
             timer_ms: None,
+            send_timer: Box::pin(tokio::time::sleep_until(Instant::now())),
+            send_stalled: false,
         }
     }
 }
@@ -360,6 +363,11 @@ pub(crate) struct Conn {
     /// Fires at the end of the current wait; `timer_ms` is where it is set.
     timer: Pin<Box<Sleep>>,
     timer_ms: Option<u64>,
+    /// Fires when the client has taken no byte of an answer for the idle
+    /// time limit; armed when a write first finds its buffer full, disarmed
+    /// by any byte going out.
+    send_timer: Pin<Box<Sleep>>,
+    send_stalled: bool,
     /// A replacement for hyper's refusal being written, and how far.
     replacing: Option<(Vec<u8>, usize)>,
     /// Whether a line feed came in since the last response went out: if not,
@@ -465,7 +473,24 @@ impl Conn {
     fn wrote(&mut self, bytes: usize) {
         if bytes > 0 {
             self.track.restart(Phase::Idle);
+            self.send_stalled = false;
         }
+    }
+
+    /// A write found the client's window full: an error once it has been
+    /// full for the idle time limit (a client that stops reading answers
+    /// would otherwise hold its connection, and the answer's memory, for
+    /// ever), else `Pending`, with the task woken at that limit.
+    fn poll_send_clock(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<usize>> {
+        if !self.send_stalled {
+            self.send_stalled = true;
+            self.send_timer.as_mut().reset(Instant::now() + self.connections.idle_timeout);
+        }
+        if self.send_timer.as_mut().poll(cx).is_ready() {
+            self.connections.metrics.closed(ConnectionClosed::SendStalled);
+            return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, "the client stopped reading the answer")));
+        }
+        Poll::Pending
     }
 }
 
@@ -505,7 +530,10 @@ impl AsyncWrite for Conn {
             return poll;
         }
         this.line_ended = false;
-        let written = ready!(Pin::new(&mut this.stream).poll_write(cx, buf))?;
+        let written = match Pin::new(&mut this.stream).poll_write(cx, buf) {
+            Poll::Ready(written) => written?,
+            Poll::Pending => return this.poll_send_clock(cx),
+        };
         this.wrote(written);
         Poll::Ready(Ok(written))
     }
@@ -525,7 +553,10 @@ impl AsyncWrite for Conn {
             return poll;
         }
         this.line_ended = false;
-        let written = ready!(Pin::new(&mut this.stream).poll_write_vectored(cx, bufs))?;
+        let written = match Pin::new(&mut this.stream).poll_write_vectored(cx, bufs) {
+            Poll::Ready(written) => written?,
+            Poll::Pending => return this.poll_send_clock(cx),
+        };
         this.wrote(written);
         Poll::Ready(Ok(written))
     }

@@ -10,7 +10,7 @@ use std::{
 use shakmaty::{Board, Chess, EnPassantMode, Position};
 use shakmaty_syzygy::{Dtz, MaybeRounded, Wdl};
 
-use super::{BlockCacheCounts, ProbeResult, TableError, TableInfo, TableKind, TableSource};
+use super::{BlockCacheCounts, DiskSnapshot, ProbeResult, TableError, TableInfo, TableKind, TableSource};
 use chesstb_reader::{Chesstb, Class, Kind, ProbeError, TableMaterial, Values};
 
 use crate::domain::{Dtc, Source};
@@ -19,6 +19,7 @@ pub struct ChesstbSource {
     tb: Chesstb,
     /// Tells this source's entries of the per-thread memo from another's.
     id: u64,
+    opened_from: DiskSnapshot,
 }
 
 /// The four metrics of one position are asked one after the other: the
@@ -41,9 +42,10 @@ fn table_error(e: ProbeError) -> TableError {
 impl ChesstbSource {
     pub fn open(dirs: &[PathBuf], cache_bytes: u64, max_open_files: u64) -> ChesstbSource {
         static NEXT: AtomicU64 = AtomicU64::new(1);
+        let opened_from = DiskSnapshot::take(dirs);
         let tb = Chesstb::open(dirs, cache_bytes).with_max_open_files(max_open_files);
         tracing::info!(files = tb.files().len(), max_pieces = tb.max_pieces(), "chesstb tables indexed");
-        ChesstbSource { tb, id: NEXT.fetch_add(1, Ordering::Relaxed) }
+        ChesstbSource { tb, id: NEXT.fetch_add(1, Ordering::Relaxed), opened_from }
     }
 
     pub fn tablebase(&self) -> &Chesstb {
@@ -128,6 +130,10 @@ impl TableSource for ChesstbSource {
             rebuilt_hits: r.hits.load(Ordering::Relaxed),
             rebuilt_misses: r.misses.load(Ordering::Relaxed),
         })
+    }
+
+    fn opened_from(&self) -> Option<&DiskSnapshot> {
+        Some(&self.opened_from)
     }
 
     fn tables(&self) -> Vec<TableInfo> {

@@ -16,7 +16,7 @@ use gaviota_sys as gtb;
 use shakmaty::{Chess, Color, EnPassantMode, Position, Role};
 use tracing::info;
 
-use super::{ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
+use super::{DiskSnapshot, ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
 use crate::domain::Source;
 
 /// The library's global state: which paths it was initialised with.
@@ -42,6 +42,7 @@ pub struct GaviotaSource {
     /// is asked.
     refused: BTreeMap<String, TableError>,
     max_pieces: usize,
+    opened_from: DiskSnapshot,
 }
 
 impl GaviotaSource {
@@ -58,6 +59,7 @@ impl GaviotaSource {
     }
 
     fn open_impl(dirs: &[PathBuf], cache_bytes: usize, restart: bool) -> GaviotaSource {
+        let opened_from = DiskSnapshot::take(dirs);
         let mut tables = Vec::new();
         let mut usable_dirs = Vec::new();
         for dir in dirs {
@@ -104,7 +106,7 @@ impl GaviotaSource {
             .filter(|t| !t.problems.is_empty())
             .map(|t| (t.material.clone(), TableError { table: t.name.clone(), reason: t.problems.join("; ") }))
             .collect();
-        GaviotaSource { tables, refused, max_pieces }
+        GaviotaSource { tables, refused, max_pieces, opened_from }
     }
 }
 
@@ -254,6 +256,10 @@ impl TableSource for GaviotaSource {
             i if i == gtb::TB_return_values::tb_BMATE.0 => Some(if white_to_move { -plies } else { plies }),
             _ => None,
         })
+    }
+
+    fn opened_from(&self) -> Option<&DiskSnapshot> {
+        Some(&self.opened_from)
     }
 
     fn tables(&self) -> Vec<TableInfo> {

@@ -201,6 +201,66 @@ pub trait TableSource: Send + Sync {
     fn block_cache(&self) -> Option<BlockCacheCounts> {
         None
     }
+
+    /// What this source's directories held when it was opened, for sources
+    /// that read table files: a rescan that finds the same files unchanged
+    /// keeps the source (its maps, library state and caches) instead of
+    /// opening it again.
+    fn opened_from(&self) -> Option<&DiskSnapshot> {
+        None
+    }
+}
+
+/// The files of a list of table directories, and of their immediate
+/// subdirectories (chesstb keeps `wdl/`, `dtz/`, ... under its directory),
+/// each with its size, identity and modification and change times: enough
+/// to tell a file replaced, truncated, rewritten, renamed or with new
+/// permissions from the one that was opened.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DiskSnapshot(Vec<FileStamp>);
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileStamp {
+    path: PathBuf,
+    bytes: u64,
+    modified: Option<std::time::SystemTime>,
+    /// Device, inode and change time (nanoseconds) on Unix; zeros elsewhere.
+    identity: (u64, u64, i64, i64),
+}
+
+impl DiskSnapshot {
+    /// Reads the directories now. Unreadable entries count as absent.
+    pub fn take(dirs: &[PathBuf]) -> DiskSnapshot {
+        let mut stamps = Vec::new();
+        for dir in dirs {
+            stamp_dir(dir, 1, &mut stamps);
+        }
+        DiskSnapshot(stamps)
+    }
+}
+
+fn stamp_dir(dir: &Path, subdir_levels: u32, stamps: &mut Vec<FileStamp>) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    for path in paths {
+        // Follows symbolic links, as the sources do when they open a file.
+        let Ok(meta) = std::fs::metadata(&path) else { continue };
+        if meta.is_dir() {
+            if subdir_levels > 0 {
+                stamp_dir(&path, subdir_levels - 1, stamps);
+            }
+            continue;
+        }
+        #[cfg(unix)]
+        let identity = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino(), meta.ctime(), meta.ctime_nsec())
+        };
+        #[cfg(not(unix))]
+        let identity = (0, 0, 0, 0);
+        stamps.push(FileStamp { bytes: meta.len(), modified: meta.modified().ok(), identity, path });
+    }
 }
 
 /// A source's decoded-block cache, as `/prometheus` shows it.

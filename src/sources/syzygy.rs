@@ -16,7 +16,7 @@ use shakmaty_syzygy::{
 };
 use tracing::{info, warn};
 
-use super::{BestMove, ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
+use super::{BestMove, DiskSnapshot, ProbeResult, TableError, TableInfo, TableKind, TableSource, list_dir};
 use crate::{config::SyzygyIo, domain::Source};
 
 const WDL_MAGIC: [u8; 4] = [0x71, 0xe8, 0x23, 0x5d];
@@ -32,6 +32,7 @@ pub(crate) struct SyzygySource {
     /// name, so that `/api/v1/tables` lists them too.
     found: Mutex<BTreeMap<String, String>>,
     io: SyzygyIo,
+    opened_from: DiskSnapshot,
 }
 
 impl SyzygySource {
@@ -39,6 +40,7 @@ impl SyzygySource {
     /// unreadable or malformed files are logged and listed with their problem;
     /// they never stop the others from being served.
     pub fn open(dirs: &[PathBuf], io: SyzygyIo) -> SyzygySource {
+        let opened_from = DiskSnapshot::take(dirs);
         let mut tablebase = match io {
             SyzygyIo::Mmap => Tablebase::with_filesystem(Arc::new(GuardedFilesystem)),
             SyzygyIo::Read => Tablebase::new(),
@@ -76,7 +78,7 @@ impl SyzygySource {
                 )
             })
             .collect();
-        SyzygySource { tablebase, tables, refused, found: Mutex::default(), io }
+        SyzygySource { tablebase, tables, refused, found: Mutex::default(), io, opened_from }
     }
 
     /// Missing tables and too many pieces mean "not covered", unless the
@@ -321,6 +323,10 @@ impl TableSource for SyzygySource {
             return Ok(None);
         }
         self.guarded(pos, Metric::Dtz, || self.tablebase.best_move(pos))
+    }
+
+    fn opened_from(&self) -> Option<&DiskSnapshot> {
+        Some(&self.opened_from)
     }
 
     fn tables(&self) -> Vec<TableInfo> {

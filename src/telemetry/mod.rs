@@ -77,6 +77,7 @@ impl ConnectionMetrics {
         let reason = match why {
             ConnectionClosed::HeadTimeout => "head_timeout",
             ConnectionClosed::IdleTimeout => "idle_timeout",
+            ConnectionClosed::SendStalled => "send_stalled",
             ConnectionClosed::Evicted => "evicted",
         };
         self.closed.get_or_create(&ReasonLabels { reason }).inc();
@@ -90,6 +91,8 @@ pub(crate) enum ConnectionClosed {
     HeadTimeout,
     /// Nothing came after an answer for `limits.idle_timeout_ms`.
     IdleTimeout,
+    /// The client took no byte of an answer for `limits.idle_timeout_ms`.
+    SendStalled,
     /// Closed to make room at `limits.max_connections`.
     Evicted,
 }
