@@ -342,6 +342,104 @@ fn slow_and_idle_connections_are_cut_and_make_room() {
     );
 }
 
+/// Thousands of connections that never finish their request head: each is
+/// closed at the head time limit, and a polite client beside them is served
+/// throughout (its latency beside them against alone is reported; the 2×
+/// target is measured by scripts/load-slow-clients.sh, not asserted here).
+#[test]
+fn thousands_of_unfinished_heads_are_each_closed_at_the_head_limit() {
+    let Some(mut config) = config() else { return };
+    // Room for both ends of every connection in this one process.
+    let hard = raise_descriptor_limit();
+    let slow = 5000.min((hard.saturating_sub(1000) / 2) as usize);
+    let head_limit = Duration::from_secs(2);
+    config.limits.head_timeout_ms = head_limit.as_millis() as u64;
+    let server = TestServer::start(config);
+    let url = format!("{}/api/v1/probe?fen={}", server.base, enc(KRVK));
+    let polite = Client::builder().timeout(Duration::from_secs(5)).build().unwrap();
+    let timed = |n: usize| -> Vec<Duration> {
+        let mut times: Vec<Duration> = (0..n)
+            .map(|_| {
+                let t = Instant::now();
+                let status = polite.get(&url).send().map(|r| r.status().as_u16()).unwrap_or(0);
+                assert_eq!(status, 200, "a polite request failed");
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        times
+    };
+    let alone = timed(200);
+
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let addr: std::net::SocketAddr = server.base.trim_start_matches("http://").parse().unwrap();
+    let slow_heads: Vec<_> = (0..slow)
+        .map(|_| {
+            runtime.spawn(async move {
+                let stream = tokio::net::TcpStream::connect(addr).await.map_err(|_| "connect failed")?;
+                let started = Instant::now();
+                let head = b"GET /api/v1/probe?fen=8/8/8/4k3/8/8/8/KR6_w HTTP/1.1\r\nHost: x\r\n";
+                stream.writable().await.map_err(|_| "not writable")?;
+                stream.try_write(head).map_err(|_| "write failed")?;
+                let mut buf = [0u8; 256];
+                loop {
+                    tokio::time::timeout(Duration::from_secs(15), stream.readable())
+                        .await
+                        .map_err(|_| "still open after 15 s")?
+                        .map_err(|_| "read failed")?;
+                    match stream.try_read(&mut buf) {
+                        Ok(0) => return Ok(started.elapsed()),
+                        Ok(_) => return Err("answered"),
+                        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
+                        Err(_) => return Ok(started.elapsed()),
+                    }
+                }
+            })
+        })
+        .collect();
+    let beside = timed(200);
+    let outcomes: Vec<Result<Duration, &str>> = slow_heads.into_iter().map(|h| runtime.block_on(h).unwrap()).collect();
+    let failures: Vec<&str> = outcomes.iter().filter_map(|o| o.err()).collect();
+    assert!(failures.is_empty(), "{} of {slow} slow heads: {:?}", failures.len(), &failures[..failures.len().min(5)]);
+    let closed: Vec<Duration> = outcomes.into_iter().flatten().collect();
+    // Closed by the server for its head time limit, every one: none early,
+    // none left open. The client's clock starts at its connect, before the
+    // server's accept (a burst of thousands may wait in the listen queue on
+    // 2 busy cores), so it bounds the server's from above.
+    let by_head_limit = closed_count(&server, "head_timeout")();
+    let early = closed.iter().filter(|&&c| c < head_limit - Duration::from_millis(100)).count();
+    // (The polite client's pool may add a connection it never used.)
+    assert!(
+        by_head_limit as usize >= slow && early == 0,
+        "{slow} slow heads: {by_head_limit} closed for the head limit, {early} early"
+    );
+    let mut sorted = closed.clone();
+    sorted.sort();
+    let (median, latest) = (sorted[sorted.len() / 2], sorted[sorted.len() - 1]);
+    let p99 = |t: &[Duration]| t[t.len() * 99 / 100 - 1];
+    report!(
+        "{slow} unfinished heads (descriptor hard limit {hard}): every one closed for the head limit (2 s), \
+         median {:.2} s, latest {:.2} s after the client's connect; \
+         polite client 200 of 200 served alone and 200 of 200 beside, p99 {:.1} ms alone, {:.1} ms beside",
+        median.as_secs_f64(),
+        latest.as_secs_f64(),
+        p99(&alone).as_secs_f64() * 1e3,
+        p99(&beside).as_secs_f64() * 1e3
+    );
+}
+
+/// Raises this process's descriptor limit to its hard limit; returns it.
+fn raise_descriptor_limit() -> u64 {
+    let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls on a local struct.
+    unsafe {
+        assert_eq!(libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit), 0);
+        limit.rlim_cur = limit.rlim_max;
+        assert_eq!(libc::setrlimit(libc::RLIMIT_NOFILE, &limit), 0);
+    }
+    limit.rlim_max
+}
+
 /// A client that asks and asks but reads no answer: once the socket's
 /// buffers are full, the connection is closed after the idle limit, as an
 /// idle one would be, instead of holding its answers for ever.

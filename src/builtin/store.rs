@@ -270,6 +270,11 @@ pub use super::schedule::Unavailable;
 /// some of 5 (KRBvKQ with DTM50 does).
 pub(crate) const DEFAULT_MAX_UNWRITTEN_BYTES: u64 = 256 << 20;
 
+/// How long a table found missing (one this store does not generate) is
+/// taken to be missing before its file is looked for again: a table that
+/// another process writes into the directory is found within this time.
+pub(crate) const ABSENT_RECHECK: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// What a store has refused or could not write since it started.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct StoreCounters {
@@ -329,6 +334,12 @@ struct Inner {
     /// without locking; never initialized by a waiting call. Failures are
     /// kept by the queue (they may be retried).
     tables: Vec<OnceLock<Arc<Table>>>,
+    /// By material id: when a lookup last found no file for a table this
+    /// store will not generate for it (milliseconds since `created`, plus
+    /// one; 0: never). Lookups within [`ABSENT_RECHECK`] of that answer
+    /// "not generated" without asking the file system again.
+    absent_at_ms: Vec<AtomicU64>,
+    created: std::time::Instant,
     queue: Mutex<Queue>,
     /// The operator's memory and disk caps on generation.
     caps: Caps,
@@ -377,6 +388,8 @@ impl Store {
                 beyond_lazy: AtomicUsize::new(0),
                 ready_through: AtomicUsize::new(2),
                 tables: (0..NUMBER_OF_IDS).map(|_| OnceLock::new()).collect(),
+                absent_at_ms: (0..NUMBER_OF_IDS).map(|_| AtomicU64::new(0)).collect(),
+                created: std::time::Instant::now(),
                 queue: Mutex::new(Queue::default()),
                 caps: Caps::default(),
                 max_unwritten_bytes: DEFAULT_MAX_UNWRITTEN_BYTES,
@@ -546,6 +559,7 @@ impl Store {
         for m in materials {
             if inner.ready(m).is_none() {
                 q.forget_failure(m);
+                inner.forget_absent(m);
                 q.want(m, false);
             }
         }
@@ -818,6 +832,10 @@ impl Inner {
         if let Some(t) = self.ready(m) {
             return Some(Ok(t));
         }
+        // Before the lock: marks are cleared when a table is queued.
+        if self.absent_lately(m.id()) {
+            return Some(Err(Unavailable::NotGenerated(m.name())));
+        }
         let queued = {
             let mut q = self.lock();
             let queued = q.is_queued(m);
@@ -835,7 +853,10 @@ impl Inner {
                 Ok(None) if self.generate_missing => None,
                 // Not settled: a file that appears later (written by another
                 // process into a shared directory) is found then.
-                Ok(None) => return Some(Err(Unavailable::NotGenerated(m.name()))),
+                Ok(None) => {
+                    self.note_absent(m);
+                    return Some(Err(Unavailable::NotGenerated(m.name())));
+                }
                 Err(e) if self.generate_missing => {
                     tracing::warn!(table = %m.name(), "unusable built-in table, regenerating: {e}");
                     None
@@ -847,6 +868,7 @@ impl Inner {
                 Some(result) => self.settle(&mut q, m, result),
                 // Not settled: asking for it by name later generates it.
                 None if m.pieces() > self.lazy_max_pieces && !q.is_queued(m) => {
+                    self.note_absent(m);
                     return Some(Err(Unavailable::NotGenerated(m.name())));
                 }
                 None if self.outcome(&q, m).is_none() => self.want_urgently(&mut q, m),
@@ -855,6 +877,28 @@ impl Inner {
             return self.outcome(&q, m);
         }
         self.ready(m).map(Ok)
+    }
+
+    fn now_ms(&self) -> u64 {
+        u64::try_from(self.created.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Remembers that `m` has no file now (and is not queued).
+    fn note_absent(&self, m: &Material) {
+        self.absent_at_ms[m.id()].store(self.now_ms() + 1, Ordering::Relaxed);
+    }
+
+    /// `m` is queued: lookups see it as pending, not missing.
+    fn forget_absent(&self, m: &Material) {
+        self.absent_at_ms[m.id()].store(0, Ordering::Relaxed);
+    }
+
+    /// Whether a lookup found no file for `m` within [`ABSENT_RECHECK`]: a
+    /// position of a material no table covers (a 5-piece child in the
+    /// default set-up) then costs no file-system call.
+    fn absent_lately(&self, id: usize) -> bool {
+        let at = self.absent_at_ms[id].load(Ordering::Relaxed);
+        at > 0 && self.now_ms() < at - 1 + ABSENT_RECHECK.as_millis() as u64
     }
 
     /// `m` and every unsettled table it depends on, ahead of background
@@ -871,6 +915,7 @@ impl Inner {
             if q.fresh_failure(d).is_some() {
                 continue;
             }
+            self.forget_absent(d);
             q.want(d, true);
         }
         self.pump(q);
@@ -1620,6 +1665,9 @@ mod tests {
         assert_eq!(reader.generations(), 0);
         assert!(!reader.path_of(&krk).exists());
         let written = Store::new(&dir, true).table(&krk).unwrap();
+        // Looked for again once the last miss is old enough.
+        assert_eq!(reader.table(&krk).err(), Some(Unavailable::NotGenerated("KRvK".into()).to_string()));
+        std::thread::sleep(ABSENT_RECHECK);
         let found = reader.table(&krk).unwrap();
         assert!(found.generated_secs.is_none() && found.path == written.path);
         assert_eq!(reader.generations(), 0);

@@ -560,9 +560,24 @@ where
 
 /// Binds and serves until SIGINT/SIGTERM, letting in-flight requests finish.
 pub async fn serve(state: AppState) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(state.config.listen).await?;
+    let listener = bind(state.config.listen)?;
     tracing::info!(addr = %listener.local_addr()?, "listening");
     serve_on(listener, state).await
+}
+
+/// Connections the kernel may hold, handshake done, before the server
+/// accepts them (capped by `net.core.somaxconn`). A burst of thousands of
+/// new connections beyond it would wait for the client's retransmissions.
+const LISTEN_BACKLOG: u32 = 4096;
+
+/// Binds a listening socket for [`serve_on`], with a backlog that absorbs
+/// bursts of new connections.
+pub fn bind(addr: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if addr.is_ipv4() { tokio::net::TcpSocket::new_v4()? } else { tokio::net::TcpSocket::new_v6()? };
+    // As std's bind does: a restarted server binds while old connections linger.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// Serves on an already bound listener (tests bind port 0). SIGHUP rescans

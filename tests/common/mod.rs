@@ -138,7 +138,7 @@ impl TestServer {
         let tablebases = std::sync::Arc::new(tbserver::app::open_for_server(&config));
         let state = tbserver::http::Shared::new(tablebases, config);
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
-        let listener = runtime.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        let listener = runtime.block_on(async { tbserver::http::bind("127.0.0.1:0".parse().unwrap()) }).unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
         runtime.spawn(tbserver::http::serve_on(listener, std::sync::Arc::clone(&state)));
         TestServer { base, state, _runtime: runtime }
