@@ -285,6 +285,7 @@ impl FaultCase<'_> {
             assert_eq!((status, &body), (200, &probe(self.reference, fen).1), "{fen}");
         }
         let len = std::fs::metadata(&self.file).unwrap().len();
+        let faults_before = mapped_faults(self.server);
         fault(&self.file);
         let (mut errors, mut lost) = (0, 0);
         for fen in &affected {
@@ -311,6 +312,9 @@ impl FaultCase<'_> {
         // A read past the new end inside its last page finds zeros, not a
         // fault: such probes fail on the data (a built-in block's CRC-32).
         assert!(lost > 0, "no probe of the truncated {} met a lost page ({errors} errors)", self.table);
+        // Process-wide, so other tests' faults may add to it.
+        let faults = mapped_faults(self.server) - faults_before;
+        assert!(faults >= 1, "lost pages met, yet tbserver_mapped_faults_total did not grow");
         let listed = problems(self.server);
         assert!(listed.get(self.listed).is_some_and(|p| p.contains("lost pages")), "{listed:?}");
         assert_eq!(listed.len(), 1, "only the truncated file is listed: {listed:?}");
@@ -325,6 +329,15 @@ impl FaultCase<'_> {
         );
         errors
     }
+}
+
+/// `tbserver_mapped_faults_total` from `/prometheus`.
+fn mapped_faults(server: &TestServer) -> u64 {
+    let text = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap().text().unwrap();
+    text.lines()
+        .find_map(|l| l.strip_prefix("tbserver_mapped_faults_total "))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or_else(|| panic!("no tbserver_mapped_faults_total in {text}"))
 }
 
 /// Truncating a mapped Syzygy file *in place* (not the update procedure):

@@ -333,6 +333,21 @@ impl Collector for TablesCollector {
             ConstGauge::new(n).encode(bytes.encode_family(&[("source", source.as_str())])?)?;
         }
 
+        let mut faults = encoder.encode_descriptor(
+            "mapped_faults",
+            "Reads of memory-mapped table files that met a lost page (a file truncated in place, a disk read error), contained: the probes that met them failed, the process went on",
+            None,
+            MetricType::Counter,
+        )?;
+        faults.encode_counter::<NoLabelSet, _, u64>(&mapguard::faults(), None)?;
+        let mut mapped = encoder.encode_descriptor(
+            "mapped_files",
+            "Table files memory-mapped now under the guard that contains lost pages",
+            None,
+            MetricType::Gauge,
+        )?;
+        ConstGauge::new(i64::try_from(mapguard::registered()).unwrap_or(i64::MAX)).encode(mapped)?;
+
         let caches: Vec<(Source, crate::sources::BlockCacheCounts)> =
             tablebases.source_handles().filter_map(|s| s.block_cache().map(|c| (s.source(), c))).collect();
         type Counter = (&'static str, &'static str, fn(&crate::sources::BlockCacheCounts) -> u64);
