@@ -143,8 +143,24 @@ impl ProbeAnswer {
     }
 }
 
+/// How much of a position's values a caller needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Every value tbserver serves.
+    Full,
+    /// What lichess's API carries (WDL50, DTZ50'', DTM, DTC and the rules'
+    /// verdicts): no DTM50 and no mate bound, neither probed nor searched.
+    Lichess,
+}
+
 /// Values of `pos`, whose half-move clock is `pos.halfmoves()`.
 pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
+    position_info_with(tb, pos, Detail::Full)
+}
+
+/// [`position_info`], leaving out what `detail` does not need (those
+/// fields stay `None`).
+pub(crate) fn position_info_with(tb: &Tablebases, pos: &Chess, detail: Detail) -> PositionInfo {
     let mut info = PositionInfo {
         category: Category::Unknown,
         wdl50: None,
@@ -216,7 +232,9 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         info.dtm = Some(Dtm::from_plies(value));
         info.sources.dtm = Some(source);
     }
-    if let Some(Sourced { value, source }) = info.take(Field::Dtm50, tb.dtm50_plies(pos)) {
+    if detail == Detail::Full
+        && let Some(Sourced { value, source }) = info.take(Field::Dtm50, tb.dtm50_plies(pos))
+    {
         info.dtm50 = Some(Dtm50::new(value, false, clock));
         info.sources.dtm50 = Some(source);
     }
@@ -224,7 +242,9 @@ pub fn position_info(tb: &Tablebases, pos: &Chess) -> PositionInfo {
         info.dtc = Some(value);
         info.sources.dtc = Some(source);
     }
-    set_mate_bound(&mut info, pos);
+    if detail == Detail::Full {
+        set_mate_bound(&mut info, pos);
+    }
     info
 }
 
@@ -383,13 +403,18 @@ pub(crate) fn move_infos(tb: &Tablebases, pos: &Chess, order: MoveOrder) -> Vec<
 /// `pos.legal_moves()` (the lichess-compatible endpoints sort them as
 /// lichess does, ties included).
 pub(crate) fn legal_move_infos(tb: &Tablebases, pos: &Chess) -> Vec<MoveInfo> {
+    legal_move_infos_with(tb, pos, Detail::Full)
+}
+
+/// [`legal_move_infos`] with the values `detail` asks for.
+pub(crate) fn legal_move_infos_with(tb: &Tablebases, pos: &Chess, detail: Detail) -> Vec<MoveInfo> {
     pos.legal_moves()
         .into_iter()
         .map(|m| {
             let mut after = pos.clone();
             let uci = UciMove::from_standard(m).to_string();
             let san = SanPlus::from_move_and_play_unchecked(&mut after, m).to_string();
-            let mut after_info = position_info(tb, &after);
+            let mut after_info = position_info_with(tb, &after, detail);
             // A mate given once the clock has reached 100 comes too late: the
             // defender could already claim the draw.
             if after_info.checkmate && pos.halfmoves() >= 100 {

@@ -272,14 +272,15 @@ fn sort_as_lichess(rated: Vec<Rated>) -> Vec<Rated> {
 
 fn standard_response(tb: &Tablebases, pos: &Chess) -> Result<StandardResponse, NoAnswer> {
     let clock = pos.halfmoves();
-    let info = probe::position_info(tb, pos);
+    // lichess's answer has no DTM50 and no mate bound: neither is computed.
+    let info = probe::position_info_with(tb, pos, probe::Detail::Lichess);
     // Tables being generated are waited for, up to a point, when nothing
     // else answers.
     if info.is_generating() {
         return Err(probe::generating(tb, pos, &info));
     }
     let dtz = lichess_dtz(tb, pos, &info);
-    let moves = probe::legal_move_infos(tb, pos);
+    let moves = probe::legal_move_infos_with(tb, pos, probe::Detail::Lichess);
     let complete = info.pending.is_empty() && moves.iter().all(|m| m.after.pending.is_empty());
     let rated: Vec<Rated> = moves
         .into_iter()

@@ -340,7 +340,7 @@ impl Collector for TablesCollector {
             MetricType::Counter,
         )?;
         faults.encode_counter::<NoLabelSet, _, u64>(&mapguard::faults(), None)?;
-        let mut mapped = encoder.encode_descriptor(
+        let mapped = encoder.encode_descriptor(
             "mapped_files",
             "Table files memory-mapped now under the guard that contains lost pages",
             None,
