@@ -223,7 +223,19 @@ test('generate this endgame: a 5-piece table made on request, then exact DTM50',
   assert.doesNotMatch(await page.textContent('#facts'), /exact/);
   await page.screenshot({ path: SHOTS + 'probe-generate-offer.png' });
   await page.click('#btn-generate');
-  await page.waitForFunction(() => document.body.dataset.state === 'generating');
+  // Generating, or whatever else the page came to (a refusal shows a
+  // message): said in the failure, not left to a timeout. On a loaded
+  // machine the request may take a while.
+  await page.waitForFunction(
+    () => document.body.dataset.state === 'generating' || !document.getElementById('message').hidden,
+    null,
+    { timeout: 120000, polling: 100 },
+  );
+  assert.equal(
+    await page.evaluate(() => document.body.dataset.state),
+    'generating',
+    `after the click: ${await page.textContent('#message')}`,
+  );
   assert.ok(await page.isVisible('#progress'));
   assert.match(await page.textContent('#progress'), /Generating the built-in tables for KNNvKN: \d+ of \d+ ready/);
   assert.equal(await page.isVisible('#gen-offer'), false);
