@@ -300,8 +300,17 @@ fn a_read_only_replica_never_generates_and_finds_tables_made_later() {
     std::thread::sleep(std::time::Duration::from_millis(500));
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the replica wrote into its tables directory");
     succeeded("generate KRvK", tbserver().args(["generate", "KRvK", "--out"]).arg(&dir).output().unwrap());
-    let (status, body) = get(&format!("/api/v1/probe?fen={fen}"));
+    // A table found missing is looked for again a second after the miss.
+    let written = std::time::Instant::now();
+    let (status, body) = loop {
+        let (status, body) = get(&format!("/api/v1/probe?fen={fen}"));
+        if status == 200 || written.elapsed() > std::time::Duration::from_secs(3) {
+            break (status, body);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
     assert_eq!((status, body["dtm"]["plies"].as_i64()), (200, Some(29)), "{body}");
+    assert!(written.elapsed() < std::time::Duration::from_millis(2500), "found {:?} after it was written", written.elapsed());
     assert_eq!(get("/api/v1/tables/generate?material=KRvK").1["state"], "ready");
     assert!(log.lock().unwrap().iter().all(|l| !l.contains("generated built-in table")));
     drop(server);
