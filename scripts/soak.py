@@ -138,6 +138,19 @@ async def slow_heads():
     await asyncio.gather(*(one() for _ in range(slow)))
 
 
+def cache_mib():
+    """Decoded blocks the server holds (chesstb and built-in block caches,
+    each bounded by its configured size): the part of its memory that grows
+    with the positions asked until the caches are full."""
+    conn = http.client.HTTPConnection(host, port, timeout=60)
+    conn.request("GET", "/prometheus")
+    text = conn.getresponse().read().decode()
+    conn.close()
+    total = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                if line.startswith("tbserver_block_cache_size_bytes"))
+    return int(total) >> 20
+
+
 def proc_status():
     fields = {}
     with open(f"/proc/{pid}/status") as f:
@@ -163,7 +176,7 @@ def main():
     started = time.monotonic()
     next_reload = started + reload_s
     with open(csv_path, "w") as csv:
-        csv.write("minute,rss_mib,fds,threads,polite_requests,polite_errors,polite_p50_ms,polite_p99_ms,"
+        csv.write("minute,rss_mib,block_cache_mib,fds,threads,polite_requests,polite_errors,polite_p50_ms,polite_p99_ms,"
                   "abuser_served,abuser_429,slow_heads_closed\n")
         n = 0
         while time.monotonic() < end:
@@ -173,7 +186,8 @@ def main():
                     os.kill(pid, signal.SIGHUP)
                     next_reload += reload_s
                 rss, fds, nthreads = proc_status()
-            except (FileNotFoundError, ProcessLookupError):
+                cached = cache_mib()
+            except (FileNotFoundError, ProcessLookupError, ConnectionError):
                 print("server died", file=sys.stderr)
                 sys.exit(1)
             with lock:
@@ -182,7 +196,7 @@ def main():
             for key in totals:
                 totals[key] += w[key]
             n += 1
-            row = (f"{n * interval / 60:.1f},{rss},{fds},{nthreads},{w['polite']},{w['errors']},"
+            row = (f"{n * interval / 60:.1f},{rss},{cached},{fds},{nthreads},{w['polite']},{w['errors']},"
                    f"{percentile(w['latencies'], 0.5):.2f},{percentile(w['latencies'], 0.99):.2f},"
                    f"{w['abuser_served']},{w['abuser_limited']},{w['slow_closed']}")
             csv.write(row + "\n")

@@ -4,7 +4,8 @@
 # built-in tables read-only), the default client budget applied to loopback
 # clients, an abuser, slow-head connections and a SIGHUP rescan every RELOAD
 # seconds. Writes one CSV row per INTERVAL seconds: the server's resident
-# memory (MiB), open descriptors and threads, and the polite clients'
+# memory (MiB) and the part of it that is decoded table blocks (bounded
+# caches), open descriptors and threads, and the polite clients'
 # requests, errors and p50/p99 (ms), the abuser's answers and the slow heads
 # closed; the server's log goes to CSV.server.log. Exits non-zero when a
 # polite request got anything but 200 or the server died.
