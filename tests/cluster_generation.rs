@@ -310,7 +310,11 @@ fn a_read_only_replica_never_generates_and_finds_tables_made_later() {
         std::thread::sleep(std::time::Duration::from_millis(100));
     };
     assert_eq!((status, body["dtm"]["plies"].as_i64()), (200, Some(29)), "{body}");
-    assert!(written.elapsed() < std::time::Duration::from_millis(2500), "found {:?} after it was written", written.elapsed());
+    assert!(
+        written.elapsed() < std::time::Duration::from_millis(2500),
+        "found {:?} after it was written",
+        written.elapsed()
+    );
     assert_eq!(get("/api/v1/tables/generate?material=KRvK").1["state"], "ready");
     assert!(log.lock().unwrap().iter().all(|l| !l.contains("generated built-in table")));
     drop(server);
