@@ -240,9 +240,8 @@ impl DiskSnapshot {
 }
 
 fn stamp_dir(dir: &Path, subdir_levels: u32, stamps: &mut Vec<FileStamp>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-    paths.sort();
+    // Unreadable directories were reported when the source opened them.
+    let Ok(paths) = sorted_entries(dir) else { return };
     for path in paths {
         // Follows symbolic links, as the sources do when they open a file.
         let Ok(meta) = std::fs::metadata(&path) else { continue };
@@ -277,15 +276,18 @@ pub struct BlockCacheCounts {
     pub rebuilt_misses: u64,
 }
 
+/// The entries of a directory, sorted.
+fn sorted_entries(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)?.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    Ok(paths)
+}
+
 /// The entries of a table directory, sorted. A missing or unreadable
 /// directory is logged and yields nothing: it never stops the service.
 fn list_dir(dir: &Path, source: Source) -> Vec<PathBuf> {
-    match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
-            paths.sort();
-            paths
-        }
+    match sorted_entries(dir) {
+        Ok(paths) => paths,
         Err(err) => {
             tracing::warn!(dir = %dir.display(), %err, source = source.as_str(), "table directory not readable");
             Vec::new()
