@@ -29,6 +29,7 @@
 #   DURATION=3 ROUNDS=4 (defaults; about 6 minutes)   PASSES="cached uncached"
 #   CONNECTIONS="64 1"   TARGETS="lila tb-standard tb-standard-off tb-probe tb-probe-cbor"
 #   BUILTIN_DIR=target/bench-builtin
+#   SERVER_CPUS=1 CLIENT_CPUS=0        # servers and wrk on separate cores (taskset)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 : "${LILA_TABLEBASE:?LILA_TABLEBASE=path to a lila-tablebase binary (docs/performance.md)}"
@@ -42,6 +43,9 @@ TB_PORT=${TB_PORT:-9321}
 LILA_PORT=${LILA_PORT:-9322}
 TB_OFF_PORT=${TB_OFF_PORT:-9323}
 BUILTIN_DIR=${BUILTIN_DIR:-target/bench-builtin}
+# Empty: wherever the scheduler puts them.
+on_server_cpus=(${SERVER_CPUS:+taskset -c "$SERVER_CPUS"})
+on_client_cpus=(${CLIENT_CPUS:+taskset -c "$CLIENT_CPUS"})
 SYZYGY=${TBSERVER_SHARED_DIR:-../shared}/tables/syzygy
 FENS=bench/fens-5piece-200.txt
 command -v wrk >/dev/null || { echo "wrk not installed: apt-get install -y wrk" >&2; exit 1; }
@@ -84,14 +88,14 @@ mode = "lazy"
 dir = "$BUILTIN_DIR"
 CONF
   sed -e "s/:$TB_PORT/:$TB_OFF_PORT/" -e '/^dir =/d' -e 's/^mode = "lazy"/mode = "off"/' "$config" > "$config_off"
-  RUST_LOG=warn "$TBSERVER" serve --config "$config" &
+  RUST_LOG=warn "${on_server_cpus[@]}" "$TBSERVER" serve --config "$config" &
   tb_pid=$!
-  RUST_LOG=warn "$TBSERVER" serve --config "$config_off" &
+  RUST_LOG=warn "${on_server_cpus[@]}" "$TBSERVER" serve --config "$config_off" &
   tb_off_pid=$!
   # lila's answer cache is off only with --cache 0; any other size holds
   # the 200 answers.
   local lila_cache=$(( $1 > 0 ? 20000 : 0 ))
-  RUST_LOG=warn "$LILA_TABLEBASE" --standard "$SYZYGY" --mmap --cache "$lila_cache" --bind "127.0.0.1:$LILA_PORT" &
+  RUST_LOG=warn "${on_server_cpus[@]}" "$LILA_TABLEBASE" --standard "$SYZYGY" --mmap --cache "$lila_cache" --bind "127.0.0.1:$LILA_PORT" &
   lila_pid=$!
   wait_ready "http://127.0.0.1:$TB_PORT/readyz" "$tb_pid"
   wait_ready "http://127.0.0.1:$TB_OFF_PORT/readyz" "$tb_off_pid"
@@ -123,7 +127,7 @@ run() { # target conns: wrk's RESULT line plus the server's CPU per request
   local threads=$(( $2 < 2 ? 1 : 2 )) pid before after line
   pid=$(pid_of "$1")
   before=$(ticks "$pid")
-  line=$(wrk -t"$threads" -c"$2" -d"${DURATION}s" --timeout 5s -s bench/probe.lua "$(url "$1")" -- "$FENS" "$(route "$1")" "$(accept "$1")" | grep '^RESULT')
+  line=$("${on_client_cpus[@]}" wrk -t"$threads" -c"$2" -d"${DURATION}s" --timeout 5s -s bench/probe.lua "$(url "$1")" -- "$FENS" "$(route "$1")" "$(accept "$1")" | grep '^RESULT')
   after=$(ticks "$pid")
   case "$line" in *errors_status=0*) ;; *) echo "$1: non-2xx answers: $line" >&2; exit 1 ;; esac
   awk -v line="$line" -v ticks=$((after - before)) -v hz="$hz" \
@@ -133,7 +137,8 @@ field() { sed -e "s/.* $1=\([^ ]*\).*/\1/"; }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
 echo "$(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "tbserver: $TBSERVER; lila-tablebase: $LILA_TABLEBASE; DURATION=$DURATION ROUNDS=$ROUNDS"
+echo "tbserver: $TBSERVER; lila-tablebase: $LILA_TABLEBASE; DURATION=$DURATION ROUNDS=$ROUNDS;" \
+  "servers on CPUs ${SERVER_CPUS:-any}, wrk on CPUs ${CLIENT_CPUS:-any}"
 for pass in $PASSES; do
   case $pass in cached) start_servers 10000 ;; uncached) start_servers 0 ;; *) echo "unknown pass $pass" >&2; exit 1 ;; esac
   ask_all
@@ -142,7 +147,7 @@ for pass in $PASSES; do
     declare -A CPU=() RPS=() P50=()
     # Warm each target's connection code paths.
     for target in $TARGETS; do
-      wrk -t1 -c"$conns" -d1s -s bench/probe.lua "$(url "$target")" -- "$FENS" "$(route "$target")" "$(accept "$target")" >/dev/null
+      "${on_client_cpus[@]}" wrk -t1 -c"$conns" -d1s -s bench/probe.lua "$(url "$target")" -- "$FENS" "$(route "$target")" "$(accept "$target")" >/dev/null
     done
     read -ra order <<<"$TARGETS"
     for _ in $(seq "$ROUNDS"); do

@@ -138,17 +138,22 @@ async def slow_heads():
     await asyncio.gather(*(one() for _ in range(slow)))
 
 
-def cache_mib():
-    """Decoded blocks the server holds (chesstb and built-in block caches,
-    each bounded by its configured size): the part of its memory that grows
-    with the positions asked until the caches are full."""
+def heap_mib():
+    """From the server's metrics: the decoded blocks it holds (chesstb and
+    built-in block caches, each bounded by its configured size: the part of
+    its memory that grows with the positions asked until the caches are
+    full), and the allocator's live and resident bytes (live flat while
+    resident grows: freed memory not given back, not a leak)."""
     conn = http.client.HTTPConnection(host, port, timeout=60)
     conn.request("GET", "/prometheus")
     text = conn.getresponse().read().decode()
     conn.close()
-    total = sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
-                if line.startswith("tbserver_block_cache_size_bytes"))
-    return int(total) >> 20
+
+    def total(name):
+        return int(sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+                       if line.startswith(name + " ") or line.startswith(name + "{"))) >> 20
+    return (total("tbserver_block_cache_size_bytes"), total("tbserver_heap_allocated_bytes"),
+            total("tbserver_heap_resident_bytes"))
 
 
 def proc_status():
@@ -158,7 +163,8 @@ def proc_status():
             key, _, value = line.partition(":")
             fields[key] = value.split()
     fds = len(os.listdir(f"/proc/{pid}/fd"))
-    return int(fields["VmRSS"][0]) // 1024, fds, int(fields["Threads"][0])
+    mib = lambda key: int(fields[key][0]) // 1024
+    return mib("VmRSS"), mib("RssAnon"), mib("RssFile"), fds, int(fields["Threads"][0])
 
 
 def percentile(values, p):
@@ -176,27 +182,38 @@ def main():
     started = time.monotonic()
     next_reload = started + reload_s
     with open(csv_path, "w") as csv:
-        csv.write("minute,rss_mib,block_cache_mib,fds,threads,polite_requests,polite_errors,polite_p50_ms,polite_p99_ms,"
+        csv.write("minute,rss_mib,rss_anon_mib,rss_file_mib,heap_allocated_mib,heap_resident_mib,block_cache_mib,"
+                  "fds,threads,polite_requests,polite_errors,polite_p50_ms,polite_p99_ms,"
                   "abuser_served,abuser_429,slow_heads_closed\n")
         n = 0
         while time.monotonic() < end:
-            time.sleep(min(interval, max(0.0, end - time.monotonic())))
+            # Memory sampled every second and reported as the interval's
+            # median (one snapshot may fall inside a search, whose tables
+            # come and go), descriptors and threads as their maximum.
+            row_end, samples = min(end, time.monotonic() + interval), []
             try:
+                while True:
+                    samples.append(proc_status())
+                    if time.monotonic() >= row_end:
+                        break
+                    time.sleep(min(1.0, max(0.0, row_end - time.monotonic())))
                 if time.monotonic() >= next_reload:
                     os.kill(pid, signal.SIGHUP)
                     next_reload += reload_s
-                rss, fds, nthreads = proc_status()
-                cached = cache_mib()
+                cached, allocated, resident = heap_mib()
             except (FileNotFoundError, ProcessLookupError, ConnectionError):
                 print("server died", file=sys.stderr)
                 sys.exit(1)
+            rss, anon, mapped = (sorted(column)[len(column) // 2] for column in list(zip(*samples))[:3])
+            fds, nthreads = (max(column) for column in list(zip(*samples))[3:])
             with lock:
                 w = dict(window)
                 window.update(latencies=[], polite=0, errors=0, abuser_served=0, abuser_limited=0, slow_closed=0)
             for key in totals:
                 totals[key] += w[key]
             n += 1
-            row = (f"{n * interval / 60:.1f},{rss},{cached},{fds},{nthreads},{w['polite']},{w['errors']},"
+            row = (f"{n * interval / 60:.1f},{rss},{anon},{mapped},{allocated},{resident},{cached},{fds},{nthreads},"
+                   f"{w['polite']},{w['errors']},"
                    f"{percentile(w['latencies'], 0.5):.2f},{percentile(w['latencies'], 0.99):.2f},"
                    f"{w['abuser_served']},{w['abuser_limited']},{w['slow_closed']}")
             csv.write(row + "\n")

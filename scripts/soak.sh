@@ -4,11 +4,14 @@
 # built-in tables read-only), the default client budget applied to loopback
 # clients, an abuser, slow-head connections and a SIGHUP rescan every RELOAD
 # seconds. Writes one CSV row per INTERVAL seconds: the server's resident
-# memory (MiB) and the part of it that is decoded table blocks (bounded
-# caches), open descriptors and threads, and the polite clients'
-# requests, errors and p50/p99 (ms), the abuser's answers and the slow heads
-# closed; the server's log goes to CSV.server.log. Exits non-zero when a
-# polite request got anything but 200 or the server died.
+# memory (MiB, the median of samples taken every second), split into
+# anonymous pages (the heap) and file pages (the memory-mapped tables, bounded
+# by their size and reclaimable by the kernel), the allocator's live and
+# resident bytes, the part of the heap that is decoded table blocks (bounded
+# caches), the most open descriptors and threads seen, and the polite
+# clients' requests, errors and p50/p99 (ms), the abuser's answers and the
+# slow heads closed; the server's log goes to CSV.server.log. Exits non-zero
+# when a polite request got anything but 200 or the server died.
 #
 #   scripts/soak.sh                       # HOURS=1 INTERVAL=60 RELOAD=300 SLOW=200 CSV=soak.csv
 #   MINUTES=20 scripts/soak.sh            # a shorter run

@@ -16,6 +16,17 @@ use tbserver::{
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
+/// jemalloc's totals, for `/prometheus`: its statistics are refreshed by
+/// advancing the epoch first.
+fn jemalloc_stats() -> Option<tbserver::telemetry::HeapStats> {
+    use tikv_jemalloc_ctl::{epoch, stats};
+    epoch::advance().ok()?;
+    Some(tbserver::telemetry::HeapStats {
+        allocated_bytes: stats::allocated::read().ok()? as u64,
+        resident_bytes: stats::resident::read().ok()? as u64,
+    })
+}
+
 #[derive(Parser)]
 #[command(name = "tbserver", version, about = "The truth about chess endgames, over HTTP/JSON")]
 struct Cli {
@@ -360,6 +371,7 @@ fn serve(args: ServeArgs) -> Result<(), String> {
     }
     let tablebases = Arc::new(app::open_for_server(&config));
     let state = http::Shared::new(tablebases, config);
+    tbserver::telemetry::set_heap_reader(jemalloc_stats);
     let runtime = tokio::runtime::Runtime::new().map_err(|e| e.to_string())?;
     runtime.block_on(http::serve(state)).map_err(|e| e.to_string())
 }

@@ -276,3 +276,47 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
     assert!(status.success(), "{status}");
     assert!(in_flight > 0, "no probe request was in flight at SIGTERM; the test proved nothing");
 }
+
+/// The binary reports its allocator's totals, and a running search's tables
+/// are not among them: they are mappings of their own, given back to the
+/// kernel when the search ends (from the allocator, two searches would add
+/// 2 × 64 MiB that it keeps after they end).
+#[test]
+fn heap_metrics_leave_out_the_search_tables() {
+    let Some((server, base)) = start_binary() else { return };
+    let metrics = || {
+        let text = reqwest::blocking::get(format!("{base}/prometheus")).unwrap().text().unwrap();
+        parse_openmetrics(&text)
+    };
+    let before = metrics();
+    let (allocated, resident) = (before["tbserver_heap_allocated_bytes"], before["tbserver_heap_resident_bytes"]);
+    assert!(allocated > 0.0 && resident >= allocated, "allocated {allocated}, resident {resident}");
+
+    let search =
+        format!("{base}/api/v1/analyse?fen={}&movetime_ms=3000", enc("r3k3/pppp4/8/8/8/8/PPPP4/R3K3 w - - 0 1"));
+    let searches: Vec<_> = (0..2)
+        .map(|_| {
+            let url = search.clone();
+            std::thread::spawn(move || reqwest::blocking::get(url).unwrap().status().as_u16())
+        })
+        .collect();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let during = loop {
+        let m = metrics();
+        if m["tbserver_searches_running"] == 2.0 {
+            break m;
+        }
+        assert!(Instant::now() < deadline, "searches never started");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let grown_mib = (during["tbserver_heap_allocated_bytes"] - allocated) / f64::from(1 << 20);
+    for handle in searches {
+        assert_eq!(handle.join().unwrap(), 200);
+    }
+    report!(
+        "heap: {:.1} MiB allocated at start, {grown_mib:+.1} MiB with two searches running",
+        allocated / f64::from(1 << 20)
+    );
+    assert!(grown_mib < 32.0, "two searches added {grown_mib:.1} MiB to the heap");
+    drop(server);
+}

@@ -23,14 +23,36 @@ pub(crate) struct Entry {
 }
 
 pub(crate) struct TranspositionTable {
-    slots: Vec<[AtomicU64; 2]>,
+    slots: Slots,
     mask: u64,
 }
 
-/// Zeroed slots straight from the allocator (`calloc`-style, pages mapped
-/// lazily): a 64 MiB table costs nothing until used, which matters for short
-/// HTTP searches.
-fn zeroed_slots(len: usize) -> Vec<[AtomicU64; 2]> {
+/// Zeroed slots in an anonymous mapping of their own. The kernel supplies
+/// zero pages as they are first touched, so a 64 MiB table costs only what a
+/// short HTTP search writes, and dropping it gives the pages back at once. A
+/// zeroed block from the allocator may instead be a reused one that must be
+/// cleared whole, and freed blocks stay resident until the allocator
+/// purges them: the process's memory then swings by whole tables.
+enum Slots {
+    Mapped {
+        map: memmap2::MmapMut,
+        len: usize,
+    },
+    /// Where no mapping can be made.
+    Heap(Vec<[AtomicU64; 2]>),
+}
+
+impl Slots {
+    fn zeroed(len: usize) -> Slots {
+        match memmap2::MmapMut::map_anon((len * size_of::<[AtomicU64; 2]>()).max(1)) {
+            Ok(map) => Slots::Mapped { map, len },
+            Err(_) => Slots::Heap(zeroed_vec(len)),
+        }
+    }
+}
+
+/// Zeroed slots from the allocator (`calloc`).
+fn zeroed_vec(len: usize) -> Vec<[AtomicU64; 2]> {
     let mut raw = std::mem::ManuallyDrop::new(vec![[0u64; 2]; len]);
     let (ptr, len, cap) = (raw.as_mut_ptr(), raw.len(), raw.capacity());
     // SAFETY: `AtomicU64` has the same size, alignment and bit validity as
@@ -38,11 +60,25 @@ fn zeroed_slots(len: usize) -> Vec<[AtomicU64; 2]> {
     unsafe { Vec::from_raw_parts(ptr.cast::<[AtomicU64; 2]>(), len, cap) }
 }
 
+impl std::ops::Deref for Slots {
+    type Target = [[AtomicU64; 2]];
+
+    fn deref(&self) -> &Self::Target {
+        match self {
+            // SAFETY: the mapping is page-aligned, at least `len` slots long,
+            // zero-initialized (a valid `AtomicU64` is any bit pattern) and
+            // lives as long as `self`; writes go only through the atomics.
+            Slots::Mapped { map, len } => unsafe { std::slice::from_raw_parts(map.as_ptr().cast(), *len) },
+            Slots::Heap(slots) => slots,
+        }
+    }
+}
+
 impl TranspositionTable {
     pub fn new(hash_mb: usize) -> TranspositionTable {
         let wanted = (hash_mb.max(1) << 20) / 16;
         let len = wanted.next_power_of_two() / if wanted.is_power_of_two() { 1 } else { 2 };
-        TranspositionTable { slots: zeroed_slots(len), mask: len as u64 - 1 }
+        TranspositionTable { slots: Slots::zeroed(len), mask: len as u64 - 1 }
     }
 
     pub fn probe(&self, key: u64) -> Option<Entry> {
@@ -87,7 +123,7 @@ impl TranspositionTable {
 /// threads: a DTZ probe costs far more than a node, and iterative deepening
 /// asks for the same positions again and again. Same torn-write check as the TT.
 pub(crate) struct ProbeCache {
-    slots: Vec<[AtomicU64; 2]>,
+    slots: Slots,
     mask: u64,
 }
 
@@ -103,7 +139,7 @@ pub(crate) struct Probed {
 impl ProbeCache {
     pub fn new(entries_log2: u32) -> ProbeCache {
         let len = 1usize << entries_log2;
-        ProbeCache { slots: zeroed_slots(len), mask: len as u64 - 1 }
+        ProbeCache { slots: Slots::zeroed(len), mask: len as u64 - 1 }
     }
 
     pub(crate) fn get(&self, key: u64) -> Probed {

@@ -187,6 +187,7 @@ impl Telemetry {
             t.cost_units.clone(),
         );
         r.register_collector(Box::new(TablesCollector(tablebases)));
+        r.register_collector(Box::new(HeapCollector));
         t
     }
 
@@ -278,6 +279,55 @@ impl Drop for SearchGuard {
     fn drop(&mut self) {
         self.running.dec();
         self.seconds.observe(self.started.elapsed().as_secs_f64());
+    }
+}
+
+/// What the memory allocator holds, in bytes, as the program that chose
+/// the allocator reads it (see [`set_heap_reader`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HeapStats {
+    /// Bytes in live allocations.
+    pub allocated_bytes: u64,
+    /// Bytes of the allocator's pages resident in memory: live allocations,
+    /// the allocator's own metadata, and freed pages not yet given back to
+    /// the kernel.
+    pub resident_bytes: u64,
+}
+
+static HEAP_READER: std::sync::OnceLock<fn() -> Option<HeapStats>> = std::sync::OnceLock::new();
+
+/// Makes `/prometheus` report `tbserver_heap_allocated_bytes` and
+/// `tbserver_heap_resident_bytes` from `reader` (called at each scrape).
+/// Set once, by the binary that picked the global allocator; later calls
+/// are ignored.
+pub fn set_heap_reader(reader: fn() -> Option<HeapStats>) {
+    let _ = HEAP_READER.set(reader);
+}
+
+#[derive(Debug)]
+struct HeapCollector;
+
+impl Collector for HeapCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), fmt::Error> {
+        let Some(stats) = HEAP_READER.get().and_then(|read| read()) else {
+            return Ok(());
+        };
+        for (name, help, bytes) in [
+            ("heap_allocated", "Bytes the allocator holds in live allocations", stats.allocated_bytes),
+            (
+                "heap_resident",
+                "Bytes of the allocator's pages in memory: live allocations, its metadata and freed pages not yet returned to the kernel",
+                stats.resident_bytes,
+            ),
+        ] {
+            ConstGauge::new(i64::try_from(bytes).unwrap_or(i64::MAX)).encode(encoder.encode_descriptor(
+                name,
+                help,
+                Some(&Unit::Bytes),
+                MetricType::Gauge,
+            )?)?;
+        }
+        Ok(())
     }
 }
 
