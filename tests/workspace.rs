@@ -18,12 +18,29 @@ use std::{
 
 use serde_json::Value;
 
-/// Each package of the resolved graph with the packages its normal
-/// dependencies resolve to, by name.
+/// The platform the tests run on, as rustc names it.
+fn host_triple() -> String {
+    let out = Command::new("rustc").arg("-vV").output().expect("rustc -vV runs");
+    let text = String::from_utf8(out.stdout).expect("rustc prints UTF-8");
+    text.lines().find_map(|l| l.strip_prefix("host: ")).expect("rustc -vV names the host").to_owned()
+}
+
+/// Each package of the resolved graph for this platform with the packages
+/// its normal dependencies resolve to, by name. Offline, and for the host
+/// only: a build downloads no other platform's crates, so on a machine that
+/// has only built, the full graph could not be read.
 fn graph() -> (BTreeMap<String, BTreeSet<String>>, BTreeSet<String>) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
-        .args(["metadata", "--format-version", "1", "--offline", "--manifest-path"])
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--offline",
+            "--filter-platform",
+            &host_triple(),
+            "--manifest-path",
+        ])
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/Cargo.toml"))
         .output()
         .expect("cargo metadata runs");
