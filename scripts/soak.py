@@ -204,8 +204,9 @@ def main():
             except (FileNotFoundError, ProcessLookupError, ConnectionError):
                 print("server died", file=sys.stderr)
                 sys.exit(1)
-            rss, anon, mapped = (sorted(column)[len(column) // 2] for column in list(zip(*samples))[:3])
-            fds, nthreads = (max(column) for column in list(zip(*samples))[3:])
+            columns = list(zip(*samples))
+            rss, anon, mapped = (sorted(column)[len(column) // 2] for column in columns[:3])
+            fds, nthreads = (max(column) for column in columns[3:])
             with lock:
                 w = dict(window)
                 window.update(latencies=[], polite=0, errors=0, abuser_served=0, abuser_limited=0, slow_closed=0)

@@ -69,8 +69,8 @@ fn parse_openmetrics(text: &str) -> HashMap<String, f64> {
     samples
 }
 
-fn scrape(server: &TestServer) -> HashMap<String, f64> {
-    let response = reqwest::blocking::get(format!("{}/prometheus", server.base)).unwrap();
+fn scrape(base: &str) -> HashMap<String, f64> {
+    let response = reqwest::blocking::get(format!("{base}/prometheus")).unwrap();
     assert_eq!(response.status(), 200);
     let content_type = response.headers()["content-type"].to_str().unwrap().to_owned();
     assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
@@ -89,14 +89,14 @@ fn prometheus_output_parses_and_moves_with_traffic() {
     let latency = r#"tbserver_http_request_duration_seconds_count{route="/api/v1/probe"}"#;
     let latency_inf = r#"tbserver_http_request_duration_seconds_bucket{le="+Inf",route="/api/v1/probe"}"#;
 
-    let before = scrape(&server);
+    let before = scrape(&server.base);
     assert_eq!(before.get(probes), None, "no probe requests yet");
     for _ in 0..5 {
         assert_eq!(server.get(&krk).0, 200);
     }
     assert_eq!(server.get("/api/v1/probe?fen=nonsense").0, 400);
     assert_eq!(server.get("/no/such/page").0, 404);
-    let after = scrape(&server);
+    let after = scrape(&server.base);
     report!("prometheus: {} series after traffic ({} before)", after.len(), before.len());
 
     assert_eq!(after[probes], 5.0);
@@ -284,11 +284,7 @@ fn sigterm_finishes_requests_in_flight_and_stops_searches() {
 #[test]
 fn heap_metrics_leave_out_the_search_tables() {
     let Some((server, base)) = start_binary() else { return };
-    let metrics = || {
-        let text = reqwest::blocking::get(format!("{base}/prometheus")).unwrap().text().unwrap();
-        parse_openmetrics(&text)
-    };
-    let before = metrics();
+    let before = scrape(&base);
     let (allocated, resident) = (before["tbserver_heap_allocated_bytes"], before["tbserver_heap_resident_bytes"]);
     assert!(allocated > 0.0 && resident >= allocated, "allocated {allocated}, resident {resident}");
 
@@ -302,7 +298,7 @@ fn heap_metrics_leave_out_the_search_tables() {
         .collect();
     let deadline = Instant::now() + Duration::from_secs(5);
     let during = loop {
-        let m = metrics();
+        let m = scrape(&base);
         if m["tbserver_searches_running"] == 2.0 {
             break m;
         }
