@@ -17,6 +17,7 @@
 #   MINUTES=20 scripts/soak.sh            # a shorter run
 #   BUILTIN_DIR=dir scripts/soak.sh       # built-in tables made ahead (default: the tests' own)
 #   NO_BUILD=1 scripts/soak.sh           # the binary as built
+#   PREFAULT=1 scripts/soak.sh           # prefault_tables = true
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SECONDS_TOTAL=$(( ${MINUTES:-$(( ${HOURS:-1} * 60 ))} * 60 ))
@@ -38,6 +39,7 @@ syzygy = ["$shared/tables/syzygy"]
 gaviota = ["$shared/tables/gaviota"]
 chesstb = ["$shared/tables/chesstb"]
 cache_entries = 10000
+prefault_tables = $([ -n "${PREFAULT:-}" ] && echo true || echo false)
 [builtin]
 mode = "readonly"
 dir = "$(realpath "$BUILTIN_DIR")"

@@ -20,6 +20,12 @@ pub struct Config {
     /// read). Either way a file truncated in place or a disk read error fails
     /// the probes of that file with `table_error`.
     pub syzygy_io: SyzygyIo,
+    /// Read each memory-mapped table file (Syzygy under `syzygy_io =
+    /// "mmap"`, chesstb, built-in) in whole when it is first opened, so that
+    /// no probe waits on the disk and resident memory stops growing once
+    /// every table has been used. Costs each file's size in memory; for
+    /// table sets that fit in it.
+    pub prefault_tables: bool,
     /// Directories with Gaviota `.gtb.cp4` files.
     pub gaviota: Vec<PathBuf>,
     /// Gaviota decompression cache, in MiB.
@@ -216,6 +222,7 @@ impl Default for Config {
             listen: "127.0.0.1:9000".parse().expect("valid default address"),
             syzygy: Vec::new(),
             syzygy_io: SyzygyIo::Mmap,
+            prefault_tables: false,
             gaviota: Vec::new(),
             gaviota_cache_mib: 32,
             chesstb: Vec::new(),
@@ -483,6 +490,7 @@ mod tests {
         assert_eq!(file.listen, default.listen);
         assert_eq!(file.syzygy, default.syzygy);
         assert_eq!(file.syzygy_io, default.syzygy_io);
+        assert_eq!(file.prefault_tables, default.prefault_tables);
         assert_eq!(file.gaviota_cache_mib, default.gaviota_cache_mib);
         assert_eq!(file.chesstb, default.chesstb);
         assert_eq!(file.chesstb_cache_mib, default.chesstb_cache_mib);

@@ -369,6 +369,10 @@ fn serve(args: ServeArgs) -> Result<(), String> {
             tracing::info!("no admin token: operator actions (generating tables) are open to loopback clients only")
         }
     }
+    if config.prefault_tables {
+        mapguard::set_prefault(true);
+        tracing::info!("table files are read in whole when first opened (prefault_tables)");
+    }
     let tablebases = Arc::new(app::open_for_server(&config));
     let state = http::Shared::new(tablebases, config);
     tbserver::telemetry::set_heap_reader(jemalloc_stats);

@@ -166,11 +166,18 @@ impl Drop for Server {
 
 /// The real binary on an ephemeral port; returns the process and its address.
 fn start_binary() -> Option<(Server, String)> {
+    start_binary_with("")
+}
+
+/// As [`start_binary`], with `settings` (top-level TOML lines) added.
+fn start_binary_with(settings: &str) -> Option<(Server, String)> {
     let (syzygy, gaviota) = (syzygy_dir()?, gaviota_dir()?);
     // Built-in tables off: answers come from the files, none is generated
     // (generating one takes seconds of CPU on first use).
-    let config = std::env::temp_dir().join(format!("tbserver-ops-{}.toml", std::process::id()));
-    std::fs::write(&config, "cache_entries = 0\n[builtin]\nmode = \"off\"\n").unwrap();
+    static STARTED: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = STARTED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let config = std::env::temp_dir().join(format!("tbserver-ops-{}-{n}.toml", std::process::id()));
+    std::fs::write(&config, format!("cache_entries = 0\n{settings}\n[builtin]\nmode = \"off\"\n")).unwrap();
     let mut command = Command::new(env!("CARGO_BIN_EXE_tbserver"));
     command
         .arg("serve")
@@ -315,4 +322,47 @@ fn heap_metrics_leave_out_the_search_tables() {
     );
     assert!(grown_mib < 32.0, "two searches added {grown_mib:.1} MiB to the heap");
     drop(server);
+}
+
+/// Resident and mapped KiB of the files of `pid` whose path ends with `name`.
+fn mapped_kib(pid: u32, name: &str) -> (u64, u64) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).unwrap();
+    let (mut rss, mut size, mut inside) = (0, 0, false);
+    for line in smaps.lines() {
+        let field = |l: &str| l.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap();
+        if line.contains('-') && !line.ends_with(" kB") {
+            inside = line.ends_with(name);
+        } else if inside && line.starts_with("Rss:") {
+            rss += field(line);
+        } else if inside && line.starts_with("Size:") {
+            size += field(line);
+        }
+    }
+    (rss, size)
+}
+
+/// `prefault_tables`: a table's first probe makes its whole file resident;
+/// without it, one probe reads a few pages of it.
+#[test]
+fn prefault_tables_reads_a_file_whole_on_first_use() {
+    let fen = enc("7q/8/8/8/3k4/8/8/KRB5 w - - 0 1");
+    let mut kib = Vec::new();
+    for prefault in [false, true] {
+        let Some((server, base)) = start_binary_with(&format!("prefault_tables = {prefault}")) else { return };
+        let answer = reqwest::blocking::get(format!("{base}/api/v1/probe?fen={fen}")).unwrap();
+        assert_eq!(answer.status(), 200);
+        let (rss, size) = mapped_kib(server.0.id(), "/KRBvKQ.rtbw");
+        assert!(size > 8 * 1024, "KRBvKQ.rtbw mapped: {size} kB");
+        kib.push((rss, size));
+        drop(server);
+    }
+    report!(
+        "KRBvKQ.rtbw resident after one probe: {} of {} kB; with prefault_tables {} of {} kB",
+        kib[0].0,
+        kib[0].1,
+        kib[1].0,
+        kib[1].1
+    );
+    assert!(kib[0].0 < kib[0].1 / 4, "without prefault: {:?}", kib[0]);
+    assert_eq!(kib[1].0, kib[1].1, "with prefault");
 }

@@ -245,7 +245,10 @@ impl tbgen::stats::Scan for Table {
         self.path.as_deref()
     }
     fn scanned(&self) {
-        if let Data::Mapped(map) = &self.data {
+        // A prefaulted table keeps its pages (that is what it was asked for).
+        if let Data::Mapped(map) = &self.data
+            && !mapguard::prefault()
+        {
             // SAFETY: a read-only mapping of a file: dropped pages are read
             // again from the file when next touched.
             let _ = unsafe { map.mmap().unchecked_advise(memmap2::UncheckedAdvice::DontNeed) };

@@ -67,6 +67,8 @@ static PAGE_BYTES: AtomicUsize = AtomicUsize::new(4096);
 static mut PREVIOUS: Option<libc::sigaction> = None;
 static INSTALL: Once = Once::new();
 static INSTALLED: AtomicBool = AtomicBool::new(false);
+/// Whether mappings are read in whole when made ([`set_prefault`]).
+static PREFAULT: AtomicBool = AtomicBool::new(false);
 
 /// Installs the `SIGBUS` handler, once per process (later calls do
 /// nothing). [`GuardedMap::map`] calls it too; a server calls it at start
@@ -109,6 +111,24 @@ pub fn install() -> io::Result<()> {
 /// Whether the handler is installed.
 pub fn installed() -> bool {
     INSTALLED.load(Ordering::SeqCst)
+}
+
+/// Makes every mapping made from now on read its whole file in when it is
+/// made ([`GuardedMap::populate`]), or stops doing so. Process-wide: a
+/// server sets it once at start from its configuration.
+///
+/// A prefaulted table answers its first probes without waiting on the disk,
+/// and the process's resident memory holds the whole file from then on
+/// instead of growing as probes reach new pages; it costs the file's size
+/// in memory (page cache the kernel can still reclaim under pressure), so
+/// it suits table sets that fit in memory.
+pub fn set_prefault(on: bool) {
+    PREFAULT.store(on, Ordering::Relaxed);
+}
+
+/// Whether mappings are prefaulted when made ([`set_prefault`]).
+pub fn prefault() -> bool {
+    PREFAULT.load(Ordering::Relaxed)
 }
 
 /// Faults contained since the process started.
@@ -242,7 +262,48 @@ impl GuardedMap {
         // SAFETY: forwarded to the caller.
         let map = unsafe { Mmap::map(file)? };
         let slot = if map.is_empty() { None } else { Some(register(map.as_ptr() as usize, map.len(), &flag)?) };
-        Ok(GuardedMap { map, flag, slot })
+        let map = GuardedMap { map, flag, slot };
+        if prefault() {
+            map.populate()?;
+        }
+        Ok(map)
+    }
+
+    /// Reads the whole file in and maps every page of it into the process
+    /// (`MADV_POPULATE_READ`; on kernels before 5.14, one read per page),
+    /// so that later reads neither wait on the disk nor fault. A page that
+    /// cannot be read (the file is shorter than the mapping, a disk error)
+    /// is an error here, never a `SIGBUS`.
+    pub fn populate(&self) -> io::Result<()> {
+        if self.map.is_empty() {
+            return Ok(());
+        }
+        let lost = || io::Error::other(LOST_PAGES);
+        // SAFETY: the range is this mapping's own; MADV_POPULATE_READ only
+        // faults its pages in and reports a page that cannot be read as
+        // EFAULT instead of raising SIGBUS.
+        let done =
+            unsafe { libc::madvise(self.map.as_ptr() as *mut libc::c_void, self.map.len(), libc::MADV_POPULATE_READ) };
+        if done != 0 {
+            let err = io::Error::last_os_error();
+            match err.raw_os_error() {
+                // The kernel does not know the advice: touch each page. The
+                // mapping is registered, so a lost page is contained and
+                // flagged like any other read's.
+                Some(libc::EINVAL) => {
+                    let page = PAGE_BYTES.load(Ordering::Relaxed);
+                    let mut seen = 0u8;
+                    for offset in (0..self.map.len()).step_by(page) {
+                        // SAFETY: within the mapping.
+                        seen ^= unsafe { self.map.as_ptr().add(offset).read_volatile() };
+                    }
+                    std::hint::black_box(seen);
+                }
+                Some(libc::EFAULT) | Some(libc::EIO) => return Err(lost()),
+                _ => return Err(io::Error::new(err.kind(), format!("cannot read the mapped file in: {err}"))),
+            }
+        }
+        if self.faulted() { Err(lost()) } else { Ok(()) }
     }
 
     /// Whether a page of this mapping was lost since it was made (or the
@@ -407,5 +468,43 @@ mod tests {
         std::fs::remove_file(&path).ok();
         let byte = unsafe { std::ptr::read_volatile(&map[page]) };
         eprintln!("child: survived with {byte}");
+    }
+
+    /// Resident kB of the mapping starting at `start`, from /proc/self/smaps.
+    fn resident_kib(start: usize) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let head = format!("{start:x}-");
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&head));
+        lines.next().expect("the mapping is listed");
+        let rss = lines.find(|l| l.starts_with("Rss:")).unwrap();
+        rss.split_whitespace().nth(1).unwrap().parse().unwrap()
+    }
+
+    #[test]
+    fn populate_makes_every_page_resident() {
+        let page = PAGE_BYTES.load(Ordering::Relaxed).max(4096);
+        let bytes = pattern(64 * page);
+        let (path, file) = temp_file("populate", &bytes);
+        // SAFETY: a test file, never modified.
+        let map = unsafe { GuardedMap::map(&file).unwrap() };
+        let before = resident_kib(map.as_ptr() as usize);
+        map.populate().unwrap();
+        let after = resident_kib(map.as_ptr() as usize);
+        assert_eq!(after, (64 * page / 1024) as u64, "resident before: {before} kB");
+        assert_eq!(&map[..], &bytes[..]);
+        assert!(!map.faulted());
+        std::fs::remove_file(path).ok();
+    }
+
+    #[test]
+    fn populating_a_truncated_mapping_is_an_error_not_a_signal() {
+        let page = PAGE_BYTES.load(Ordering::Relaxed).max(4096);
+        let (path, file) = temp_file("populate-truncated", &pattern(8 * page));
+        // SAFETY: a test file, truncated on purpose.
+        let map = unsafe { GuardedMap::map(&file).unwrap() };
+        std::fs::OpenOptions::new().write(true).open(&path).unwrap().set_len(2 * page as u64).unwrap();
+        let err = map.populate().unwrap_err();
+        assert!(err.to_string().contains(LOST_PAGES), "{err}");
+        std::fs::remove_file(path).ok();
     }
 }
