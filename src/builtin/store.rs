@@ -435,32 +435,56 @@ impl Store {
     /// Whether every table a probe of `pos` and of its children (one move
     /// on) may read is open already: a lookup then reads mapped memory and
     /// at most decodes a block, bounded work that never waits for a file
-    /// to be opened or a table to be generated. Cheap: a few atomic loads.
-    /// Pawnless positions with their own table open need only the tables
-    /// one piece smaller; with pawns, a promotion may reach any table of as
-    /// many pieces.
+    /// to be opened or a table to be generated. Cheap: a few atomic loads,
+    /// or, until every table of as many pieces is open, one lock-free read
+    /// per material a move can reach (a capture, a promotion, or both).
     pub(crate) fn answers_from_memory(&self, pos: &shakmaty::Chess) -> bool {
         use shakmaty::Position;
         let i = &self.inner;
         let pieces = pos.board().occupied().count();
         let reach = self.max_pieces();
-        // The most pieces of a table a probe of `pos` or of a child may read.
-        let needed = if pieces <= reach {
-            pieces
-        } else if pieces - 1 <= reach {
-            pieces - 1
-        } else {
-            return true;
-        };
-        let through = i.ready_through.load(Ordering::Acquire);
-        if needed <= through {
+        if pieces > reach + 1 {
+            // Neither it nor a child (one capture fewer) is within reach.
             return true;
         }
-        let pawnless = pos.board().pawns().is_empty();
-        pieces == needed
-            && pawnless
-            && pieces - 1 <= through
-            && board_of(pos).and_then(|b| material_id(&b).0).is_some_and(|id| i.tables[id].get().is_some())
+        if pieces.min(reach) <= i.ready_through.load(Ordering::Acquire) {
+            return true;
+        }
+        let Some(b) = board_of(pos) else { return false };
+        let mover = b.turn;
+        let rank = |sq: u8| if mover == Color::White { sq / 8 } else { 7 - sq / 8 };
+        // A double step can give the opponent an en-passant capture, which a
+        // lookup of that child resolves by searching one ply further: not
+        // followed here.
+        if b.men.iter().any(|&(c, r, sq)| c == mover && r == Role::Pawn && rank(sq) == 1)
+            && b.men.iter().any(|&(c, r, _)| c != mover && r == Role::Pawn)
+        {
+            return false;
+        }
+        let open = |b: &Board| b.men.len() > reach || material_id(b).0.is_none_or(|id| i.tables[id].get().is_some());
+        let men = &b.men;
+        let captures = std::iter::once(None)
+            .chain((0..men.len()).filter(|&k| men[k].0 != mover && men[k].1 != Role::King).map(Some));
+        for capture in captures {
+            let promotions = std::iter::once(None).chain(
+                (0..men.len())
+                    .filter(|&k| men[k].0 == mover && men[k].1 == Role::Pawn && rank(men[k].2) == 6)
+                    .flat_map(|k| [Role::Queen, Role::Rook, Role::Bishop, Role::Knight].map(|role| Some((k, role)))),
+            );
+            for promotion in promotions {
+                let mut child = b.clone();
+                if let Some((k, role)) = promotion {
+                    child.men[k].1 = role;
+                }
+                if let Some(k) = capture {
+                    child.men.remove(k);
+                }
+                if !open(&child) {
+                    return false;
+                }
+            }
+        }
+        true
     }
 
     fn configure(mut self, f: impl FnOnce(&mut Inner)) -> Store {
@@ -1542,21 +1566,36 @@ mod tests {
         let _ = fs::remove_dir_all(&dir);
         let store = Store::new(&dir, true).with_lazy_max_pieces(3);
         let pos = |fen: &str| -> Chess { fen.parse::<Fen>().unwrap().into_position(CastlingMode::Standard).unwrap() };
-        let (krk, krkn, five) = (
+        let (krk, krkn, krkn_black, kpk, five) = (
             pos("8/8/8/4k3/8/8/8/R3K3 w - - 0 1"),
             pos("8/8/8/4k3/8/8/3n4/R3K3 w - - 0 1"),
+            pos("8/8/8/4k3/8/8/3n4/R3K3 b - - 0 1"),
+            pos("8/4P3/8/8/8/4k3/8/4K3 w - - 0 1"),
             pos("8/8/8/4k3/8/2n5/3n4/R3K1R1 w - - 0 1"),
         );
         assert!(!store.answers_from_memory(&krk) && !store.answers_from_memory(&krkn));
         // Beyond reach and one capture from it: nothing of this store is read.
         assert!(store.answers_from_memory(&five));
         store.table(&Material::parse("KRvK").unwrap()).unwrap();
-        // KRvK's moves reach KRvK or bare kings; KRvKN's captures any 3-piece table.
+        // KRvK's moves reach KRvK or bare kings; White's captures in KRvKN
+        // reach KRvK only, Black's KNvK.
         assert!(store.answers_from_memory(&krk));
-        assert!(!store.answers_from_memory(&krkn));
+        assert!(store.answers_from_memory(&krkn));
+        assert!(!store.answers_from_memory(&krkn_black));
         for m in material::all_materials(3) {
             store.table(&m).unwrap();
         }
+        assert!(store.answers_from_memory(&kpk));
+        assert!(store.answers_from_memory(&krkn_black));
+        // A pawn on the seventh rank may become any piece: a store opening
+        // the files one by one answers from memory once all five are open.
+        let reopened = Store::new(&dir, true).with_lazy_max_pieces(3);
+        for table in ["KPvK", "KQvK", "KRvK", "KBvK"] {
+            reopened.table(&Material::parse(table).unwrap()).unwrap();
+            assert!(!reopened.answers_from_memory(&kpk), "{table}");
+        }
+        reopened.table(&Material::parse("KNvK").unwrap()).unwrap();
+        assert!(reopened.answers_from_memory(&kpk));
         assert!(store.answers_from_memory(&krkn));
         let _ = fs::remove_dir_all(&dir);
     }
