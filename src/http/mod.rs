@@ -256,18 +256,21 @@ impl Shared {
     }
 
     /// Leave to run one position's probes on the async thread that has the
-    /// request (even a full 5-piece answer from memory is short work). Handing them to a blocking thread and
-    /// back costs two thread wake-ups, a sizeable share of that work, more
-    /// when the threads are idle (docs/performance.md). At most one async
-    /// thread fewer than there are is lent at once, never waiting for one,
-    /// so that one is always free for the I/O, the timers and the requests
-    /// that need no probe.
+    /// request (even a full 5-piece answer from memory is short work).
+    /// Handing them to a blocking thread and back costs two thread
+    /// wake-ups, a sizeable share of that work, more when the threads are
+    /// idle (docs/performance.md). Every async thread may be lent at once,
+    /// never waiting for one: the work is bounded and reads no file, so
+    /// I/O, timers and requests that need no probe wait behind it as they
+    /// would behind any handler's work. A thread kept back would hand
+    /// every probe it received to a blocking thread, at the cost of the
+    /// wake-ups above.
     fn inline_slot(&self) -> Option<InlineSlot<'_>> {
         let runtime = tokio::runtime::Handle::try_current().ok()?;
         if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
             return None;
         }
-        let lendable = runtime.metrics().num_workers().saturating_sub(1);
+        let lendable = runtime.metrics().num_workers();
         self.inline_probes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < lendable).then_some(n + 1))
             .ok()?;
@@ -706,13 +709,13 @@ mod tests {
     use crate::{config::SyzygyIo, sources::syzygy::SyzygySource};
 
     #[test]
-    fn inline_probes_leave_one_async_thread_free() {
+    fn inline_probes_take_at_most_every_async_thread() {
         let state = Shared::new(Arc::new(Tablebases::new(Vec::new())), Config::default());
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(3).build().unwrap();
         runtime.block_on(async {
-            let (a, b) = (state.inline_slot(), state.inline_slot());
-            assert!(a.is_some() && b.is_some());
-            assert!(state.inline_slot().is_none(), "two of three async threads lent");
+            let (a, b, c) = (state.inline_slot(), state.inline_slot(), state.inline_slot());
+            assert!(a.is_some() && b.is_some() && c.is_some());
+            assert!(state.inline_slot().is_none(), "three of three async threads lent");
             drop(a);
             assert!(state.inline_slot().is_some(), "given back when dropped");
         });
