@@ -25,7 +25,9 @@ CONF
   RUST_LOG=warn "${limit[@]}" "${CARGO_TARGET_DIR:-target}/release/tbserver" serve --config "$config" &
   server=$!
   # Wait for it to exit, so that a next run cannot meet it still draining.
-  trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -f "$config"' EXIT
+  # Under `set -e` a failing command ends the trap and sets the exit status:
+  # the server may be gone already (a caller stopped it).
+  trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; rm -f "$config"' EXIT
   for _ in $(seq 100); do
     curl -sf "http://127.0.0.1:$port/readyz" >/dev/null && kill -0 "$server" 2>/dev/null && return
     kill -0 "$server" 2>/dev/null || break
