@@ -6,7 +6,10 @@ then beside SLOW connections that each send a request line and one header but
 never the blank line that ends the head, reopened as soon as the server
 closes them. Prints the polite client's p50/p99 both ways, how long the
 server took to close the slow connections, and how many polite requests
-failed; exits non-zero when a slow connection outlived the head limit by more
+failed. The polite client runs in a process of its own: as a thread beside
+the slow connections' event loop it would wait for that loop's turn (one
+Python thread runs at a time), and its latencies would be the client's.
+Exits non-zero when a slow connection outlived the head limit by more
 than a second, a polite request failed, or the polite p99 beside them is over
 twice its p99 alone.
 
@@ -21,7 +24,7 @@ import asyncio
 import http.client
 import statistics
 import sys
-import threading
+import multiprocessing
 import time
 import urllib.parse
 
@@ -54,6 +57,14 @@ def polite(duration_s, out):
             conn = http.client.HTTPConnection(host, port, timeout=10)
         time.sleep(0.002)
     out.update(latencies=latencies, failures=failures)
+
+
+def polite_process(delay_s, duration_s, queue):
+    """`polite` after `delay_s`, its results sent back through `queue`."""
+    time.sleep(delay_s)
+    out = {}
+    polite(duration_s, out)
+    queue.put(out)
 
 
 def percentile(values, p):
@@ -96,12 +107,16 @@ async def attack(duration_s, lifetimes, refused):
 def main():
     alone = {}
     polite(seconds, alone)
-    lifetimes, refused, beside = [], [], {}
+    lifetimes, refused = [], []
     # The slow connections first, then the polite client beside them.
-    thread = threading.Thread(target=lambda: (time.sleep(min(3.0, seconds / 4)), polite(seconds, beside)))
-    thread.start()
-    asyncio.run(attack(seconds + min(3.0, seconds / 4), lifetimes, refused))
-    thread.join()
+    delay_s = min(3.0, seconds / 4)
+    context = multiprocessing.get_context("fork")
+    queue = context.Queue()
+    process = context.Process(target=polite_process, args=(delay_s, seconds, queue))
+    process.start()
+    asyncio.run(attack(seconds + delay_s, lifetimes, refused))
+    beside = queue.get()
+    process.join()
     a99, b99 = percentile(alone["latencies"], 0.99), percentile(beside["latencies"], 0.99)
     print(f"polite alone:  {len(alone['latencies'])} probes, p50 {statistics.median(alone['latencies'])*1e3:.2f} ms, "
           f"p99 {a99*1e3:.2f} ms, {alone['failures']} failed")
