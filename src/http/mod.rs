@@ -76,8 +76,6 @@ pub struct Shared {
     searches: analyse::Searches,
     /// What `/prometheus` reports.
     pub telemetry: Telemetry,
-    /// Probes running on the async threads (see [`Shared::run_probe`]).
-    inline_probes: AtomicUsize,
     /// Cached answers by raw request, in front of `cache`.
     hot: Option<hot::HotAnswers>,
 }
@@ -114,7 +112,6 @@ impl Shared {
             tablebases,
             probe_slots: Semaphore::new(config.limits.max_concurrent_probes.max(1)),
             probes_waiting: AtomicUsize::new(0),
-            inline_probes: AtomicUsize::new(0),
             rate_limiter: limits::RateLimiter::new(&config.limits),
             budget: limits::RateLimiter::budget(&config.limits),
             searches: analyse::Searches::new(config.search.clone()),
@@ -231,7 +228,7 @@ impl Shared {
     /// One try of `work`, holding a probe slot: on a blocking thread, or,
     /// for `inline` work (one position whose tables are all in memory:
     /// [`Tablebases::may_block`]), on this async thread when
-    /// [`Shared::inline_slot`] allows it.
+    /// [`runs_inline`] allows it.
     async fn run_probe<T: Send + 'static>(
         self: &Arc<Self>,
         endpoint: Endpoint,
@@ -243,10 +240,7 @@ impl Shared {
             self.probe_slot().await?
         };
         let span = tracing::debug_span!("probe", endpoint = ?endpoint);
-        if inline
-            && endpoint.probes_one_position()
-            && let Some(_inline) = self.inline_slot()
-        {
+        if inline && endpoint.probes_one_position() && runs_inline() {
             return span.in_scope(|| work(self));
         }
         let shared = Arc::clone(self);
@@ -254,28 +248,21 @@ impl Shared {
             .await
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic.into_panic()))
     }
+}
 
-    /// Leave to run one position's probes on the async thread that has the
-    /// request (even a full 5-piece answer from memory is short work).
-    /// Handing them to a blocking thread and back costs two thread
-    /// wake-ups, a sizeable share of that work, more when the threads are
-    /// idle (docs/performance.md). Every async thread may be lent at once,
-    /// never waiting for one: the work is bounded and reads no file, so
-    /// I/O, timers and requests that need no probe wait behind it as they
-    /// would behind any handler's work. A thread kept back would hand
-    /// every probe it received to a blocking thread, at the cost of the
-    /// wake-ups above.
-    fn inline_slot(&self) -> Option<InlineSlot<'_>> {
-        let runtime = tokio::runtime::Handle::try_current().ok()?;
-        if runtime.runtime_flavor() != tokio::runtime::RuntimeFlavor::MultiThread {
-            return None;
-        }
-        let lendable = runtime.metrics().num_workers();
-        self.inline_probes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < lendable).then_some(n + 1))
-            .ok()?;
-        Some(InlineSlot(&self.inline_probes))
-    }
+/// Whether one position's probes may run on the async thread that has the
+/// request (even a full 5-piece answer from memory is short work): on a
+/// multi-threaded runtime, yes. Handing them to a blocking thread and back
+/// costs two thread wake-ups, a sizeable share of that work, more when the
+/// threads are idle (docs/performance.md). The work is synchronous, bounded
+/// and reads no file, so at most one runs per async thread at a time, and
+/// I/O, timers and requests that need no probe wait behind it as they would
+/// behind any handler's work. A thread kept back from it would hand every
+/// probe it received to a blocking thread, at the cost of the wake-ups
+/// above. On a single-threaded runtime the probes leave its only thread.
+fn runs_inline() -> bool {
+    tokio::runtime::Handle::try_current()
+        .is_ok_and(|runtime| runtime.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread)
 }
 
 /// What the endpoints answer: serializable, and complete unless built-in
@@ -307,16 +294,6 @@ impl Answer for crate::probe::ProbeAnswer {
 impl Answer for crate::probe::Mainline {
     fn is_complete(&self) -> bool {
         self.pending.is_empty()
-    }
-}
-
-/// An async thread lent to probes ([`Shared::inline_slot`]), given back
-/// when dropped, also when the work panics.
-struct InlineSlot<'a>(&'a AtomicUsize);
-
-impl Drop for InlineSlot<'_> {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
     }
 }
 
@@ -709,19 +686,13 @@ mod tests {
     use crate::{config::SyzygyIo, sources::syzygy::SyzygySource};
 
     #[test]
-    fn inline_probes_take_at_most_every_async_thread() {
-        let state = Shared::new(Arc::new(Tablebases::new(Vec::new())), Config::default());
+    fn probes_run_inline_only_on_a_multi_threaded_runtime() {
         let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(3).build().unwrap();
-        runtime.block_on(async {
-            let (a, b, c) = (state.inline_slot(), state.inline_slot(), state.inline_slot());
-            assert!(a.is_some() && b.is_some() && c.is_some());
-            assert!(state.inline_slot().is_none(), "three of three async threads lent");
-            drop(a);
-            assert!(state.inline_slot().is_some(), "given back when dropped");
-        });
+        assert!(runtime.block_on(async { runs_inline() }), "inside a multi-threaded runtime");
+        assert!(runtime.block_on(runtime.spawn(async { runs_inline() })).unwrap(), "in a spawned task");
         let current_thread = tokio::runtime::Builder::new_current_thread().build().unwrap();
-        current_thread.block_on(async { assert!(state.inline_slot().is_none(), "the only thread") });
-        assert!(state.inline_slot().is_none(), "outside a runtime");
+        assert!(!current_thread.block_on(async { runs_inline() }), "the only thread");
+        assert!(!runs_inline(), "outside a runtime");
     }
 
     /// Which positions may block: a source reading files blocks positions
